@@ -9,15 +9,15 @@ import (
 // its own vocabulary exactly once (HTTP status in web, tool error in mcp,
 // a reply comment in github).
 const (
-	EINVALID      = "invalid"       // the request is malformed or breaks a limit
-	ENOTFOUND     = "not_found"     // the object does not exist, or the caller may not see it
-	ECONFLICT     = "conflict"      // the object is not in a state that allows the request
-	EUNAUTHORIZED = "unauthorized"  // no or wrong credentials
-	EFORBIDDEN    = "forbidden"     // credentials fine, action not allowed (quota, plan, permission)
-	ETOOLARGE     = "too_large"     // a body or field exceeds its limit
-	ERATELIMIT    = "rate_limited"  // too many requests; retry later
-	EUNAVAILABLE  = "unavailable"   // a dependency (host, GitHub) is down or not configured
-	EINTERNAL     = "internal"      // a bug or an unexpected failure; details are only logged
+	EINVALID      = "invalid"      // the request is malformed or breaks a limit
+	ENOTFOUND     = "not_found"    // the object does not exist, or the caller may not see it
+	ECONFLICT     = "conflict"     // the object is not in a state that allows the request
+	EUNAUTHORIZED = "unauthorized" // no or wrong credentials
+	EFORBIDDEN    = "forbidden"    // credentials fine, action not allowed (quota, plan, permission)
+	ETOOLARGE     = "too_large"    // a body or field exceeds its limit
+	ERATELIMIT    = "rate_limited" // too many requests; retry later
+	EUNAVAILABLE  = "unavailable"  // a dependency (host, GitHub) is down or not configured
+	EINTERNAL     = "internal"     // a bug or an unexpected failure; details are only logged
 )
 
 // Error is the one error type that crosses the core's boundary to a
