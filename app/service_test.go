@@ -567,4 +567,3 @@ func TestSlowSubscriberIsDroppedNotBlocking(t *testing.T) {
 		t.Fatalf("subscribers left: %d", bus.Subscribers())
 	}
 }
-
