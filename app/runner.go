@@ -36,6 +36,9 @@ func (s *Service) Run(ctx context.Context) error {
 		return err
 	})
 	if err != nil {
+		if root.Err() != nil {
+			return nil // stopped before recovery finished; the next start redoes it
+		}
 		return fmt.Errorf("recover runs: %w", err)
 	}
 	for _, r := range live {

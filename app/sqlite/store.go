@@ -47,7 +47,8 @@ func Open(ctx context.Context, path string) (*Store, error) {
 	return OpenWith(ctx, path, migrations.FS)
 }
 
-// OpenWith is Open with another set of migrations (for tests).
+// OpenWith is Open with another set of migrations; a nil fsys applies
+// none (asb migrate applies them itself to report what it did).
 func OpenWith(ctx context.Context, path string, fsys fs.FS) (*Store, error) {
 	if dir := filepath.Dir(path); dir != "" {
 		if err := os.MkdirAll(dir, 0o700); err != nil {
@@ -65,9 +66,11 @@ func OpenWith(ctx context.Context, path string, fsys fs.FS) (*Store, error) {
 		db.Close()
 		return nil, fmt.Errorf("open database %s: %w", path, err)
 	}
-	if _, err := Migrate(ctx, db, fsys); err != nil {
-		db.Close()
-		return nil, err
+	if fsys != nil {
+		if _, err := Migrate(ctx, db, fsys); err != nil {
+			db.Close()
+			return nil, err
+		}
 	}
 	return &Store{db: db}, nil
 }

@@ -203,10 +203,13 @@ func (l *loader) get(name string) string {
 	if _, ok := varIndex[name]; !ok {
 		panic("config: " + name + " is read but not declared in vars")
 	}
+	first := !l.read[name]
 	l.read[name] = true
 	v := strings.TrimSpace(l.vals[name])
 	if len(v) > maxValueLen {
-		l.fail(name, v, want("want at most %d bytes", maxValueLen))
+		if first { // some names are read twice; report once
+			l.fail(name, v, want("want at most %d bytes", maxValueLen))
+		}
 		return ""
 	}
 	return v
@@ -237,7 +240,7 @@ func (l *loader) warn(format string, args ...any) {
 }
 
 // str reads name through parse, falling back to def when unset.
-func str(l *loader, name, def string, parse func(string) (string, error)) string {
+func (l *loader) str(name, def string, parse func(string) (string, error)) string {
 	v := l.get(name)
 	if v == "" {
 		return def
@@ -251,7 +254,7 @@ func str(l *loader, name, def string, parse func(string) (string, error)) string
 }
 
 func (l *loader) enum(name, def string, allowed ...string) string {
-	return str(l, name, def, func(s string) (string, error) {
+	return l.str(name, def, func(s string) (string, error) {
 		if low := strings.ToLower(s); slices.Contains(allowed, low) {
 			return low, nil
 		}
@@ -391,7 +394,7 @@ func (l *loader) load() *Config {
 
 func (l *loader) loadServer(c *Config) {
 	c.Addr = l.listenAddr()
-	c.PublicURL = str(l, "ASB_PUBLIC_URL", "", parsePrefixURL)
+	c.PublicURL = l.str("ASB_PUBLIC_URL", "", parsePrefixURL)
 	if c.PublicURL == "" {
 		c.PublicURL, c.publicURLDerived = derivePublicURL(c.Addr), true
 	}
@@ -402,7 +405,7 @@ func (l *loader) loadServer(c *Config) {
 	c.TrustProxy = l.boolean("ASB_TRUST_PROXY", false)
 	c.LogFormat = l.enum("LOG_FORMAT", "text", "text", "json")
 	c.LogLevel = l.enum("LOG_LEVEL", "info", "debug", "info", "warn", "error")
-	c.WorkspaceDir = str(l, "WORKSPACE_DIR", "", func(s string) (string, error) {
+	c.WorkspaceDir = l.str("WORKSPACE_DIR", "", func(s string) (string, error) {
 		p, err := parseLocalPath(s, strings.TrimSpace(l.vals["HOME"]))
 		if err == nil && !strings.HasPrefix(p, "/") {
 			return "", want("want an absolute path (is ${workspaceFolder} left unexpanded by the IDE?)")
@@ -414,7 +417,7 @@ func (l *loader) loadServer(c *Config) {
 // listenAddr reads ASB_ADDR, or builds it from the first version's
 // MCP_HTTP_HOST/MCP_HTTP_PORT so an old .env binds where it used to.
 func (l *loader) listenAddr() string {
-	addr := str(l, "ASB_ADDR", "", parseListenAddr)
+	addr := l.str("ASB_ADDR", "", parseListenAddr)
 	legacyHost, legacyPort := l.get("MCP_HTTP_HOST"), l.get("MCP_HTTP_PORT")
 	if strings.TrimSpace(l.vals["ASB_ADDR"]) != "" {
 		if legacyHost != "" || legacyPort != "" {
@@ -478,8 +481,8 @@ func (l *loader) loadSandbox(c *Config) {
 	s.SSHKeyFile = l.path("SSH_KEY_FILE", def("SSH_KEY_FILE"))
 	s.SSHKnownHosts = l.path("SSH_KNOWN_HOSTS", def("SSH_KNOWN_HOSTS"))
 
-	s.MSBPath = str(l, "MSB_PATH", "", parseCommand)
-	legacy := str(l, "MSB", "", parseCommand)
+	s.MSBPath = l.str("MSB_PATH", "", parseCommand)
+	legacy := l.str("MSB", "", parseCommand)
 	switch {
 	case strings.TrimSpace(l.vals["MSB_PATH"]) != "":
 	case legacy != "":
@@ -490,8 +493,8 @@ func (l *loader) loadSandbox(c *Config) {
 		s.MSBPath = def("MSB_PATH")
 	}
 
-	s.Image = str(l, "MSB_IMAGE", def("MSB_IMAGE"), parseImageRef)
-	s.Snapshot = str(l, "MSB_SNAPSHOT", "", parseImageRef)
+	s.Image = l.str("MSB_IMAGE", def("MSB_IMAGE"), parseImageRef)
+	s.Snapshot = l.str("MSB_SNAPSHOT", "", parseImageRef)
 	s.MemoryMiB = 1024
 	if v := l.get("MSB_MEMORY"); v != "" {
 		if n, err := parseMemoryMiB(v); err != nil {
@@ -557,11 +560,11 @@ func (l *loader) hosts() []Host {
 
 func (l *loader) loadAgent(c *Config) {
 	a := &c.Agent
-	a.Command = str(l, "AGENT_COMMAND", def("AGENT_COMMAND"), parseCommand)
-	a.AnthropicBaseURL = str(l, "ANTHROPIC_BASE_URL", "", parsePrefixURL)
+	a.Command = l.str("AGENT_COMMAND", def("AGENT_COMMAND"), parseCommand)
+	a.AnthropicBaseURL = l.str("ANTHROPIC_BASE_URL", "", parsePrefixURL)
 	a.AnthropicAPIKey = l.secret("ANTHROPIC_API_KEY", 1)
-	a.Model = str(l, "ANTHROPIC_MODEL", "", parseModel)
-	a.AskModel = str(l, "ASK_MODEL", a.Model, parseModel)
+	a.Model = l.str("ANTHROPIC_MODEL", "", parseModel)
+	a.AskModel = l.str("ASK_MODEL", a.Model, parseModel)
 	a.WaitTimeout = l.millis("WAIT_TIMEOUT_MS", 50*time.Second, time.Second, 59999*time.Millisecond)
 	a.AskTimeout = l.millis("ASK_TIMEOUT_MS", 45*time.Second, 5*time.Second, 10*time.Minute)
 	a.NPMToken = l.secret("NPM_TOKEN", 1)
@@ -578,10 +581,10 @@ func (l *loader) loadGitHub(c *Config) {
 		l.fail("GITHUB_APP_ID", "", want("it is required when GITHUB_APP_PRIVATE_KEY_FILE is set"))
 	}
 	g.WebhookSecret = l.secret("GITHUB_WEBHOOK_SECRET", 1)
-	g.APIURL = str(l, "GITHUB_API_URL", def("GITHUB_API_URL"), parseBaseURL)
-	g.WebURL = str(l, "GITHUB_WEB_URL", def("GITHUB_WEB_URL"), parseBaseURL)
-	g.Trigger = str(l, "AGENT_TRIGGER", def("AGENT_TRIGGER"), parseTrigger)
-	g.Label = str(l, "AGENT_LABEL", def("AGENT_LABEL"), parseLabel)
+	g.APIURL = l.str("GITHUB_API_URL", def("GITHUB_API_URL"), parseBaseURL)
+	g.WebURL = l.str("GITHUB_WEB_URL", def("GITHUB_WEB_URL"), parseBaseURL)
+	g.Trigger = l.str("AGENT_TRIGGER", def("AGENT_TRIGGER"), parseTrigger)
+	g.Label = l.str("AGENT_LABEL", def("AGENT_LABEL"), parseLabel)
 
 	g.PollInterval = DefaultPollInterval
 	if g.WebhookSecret.IsSet() {
@@ -601,7 +604,7 @@ func (l *loader) loadGitHub(c *Config) {
 func (l *loader) loadMultiUser(c *Config) {
 	a := &c.Auth
 	a.Mode = l.enum("AUTH_MODE", ModeSingle, ModeSingle, ModeSaaS)
-	a.Signup = str(l, "SIGNUP", "", func(s string) (string, error) {
+	a.Signup = l.str("SIGNUP", "", func(s string) (string, error) {
 		switch strings.ToLower(s) {
 		case "open":
 			return "open", nil
@@ -614,7 +617,7 @@ func (l *loader) loadMultiUser(c *Config) {
 		l.warn("SIGNUP=open has no effect unless AUTH_MODE=saas")
 	}
 	a.AdminGitHubLogins = l.list("ADMIN_GITHUB_LOGINS", 100, parseLogin)
-	c.GitHub.OAuthClientID = str(l, "GITHUB_OAUTH_CLIENT_ID", "", func(s string) (string, error) {
+	c.GitHub.OAuthClientID = l.str("GITHUB_OAUTH_CLIENT_ID", "", func(s string) (string, error) {
 		if !matchCharset(s, 100, "._-", false) {
 			return "", want("want the OAuth App's client id (letters, digits, . _ -)")
 		}
@@ -629,7 +632,7 @@ func (l *loader) loadMultiUser(c *Config) {
 	}
 	a.UserMaxBoxes = int(l.integer("USER_MAX_BOXES", 2, 1, 1000))
 	a.TrialDays = int(l.integer("TRIAL_DAYS", 0, 0, 3650))
-	a.BillingURL = str(l, "BILLING_URL", "", parsePrefixURL)
+	a.BillingURL = l.str("BILLING_URL", "", parsePrefixURL)
 }
 
 // def is a variable's documented default, so code and docs share one value.
@@ -681,7 +684,7 @@ func (c *Config) Unconfigured() []string {
 	}
 	if !c.GitHub.WebhookSecret.IsSet() {
 		if c.GitHub.PollInterval > 0 {
-			out = append(out, fmt.Sprintf("No GITHUB_WEBHOOK_SECRET: the webhook receiver is off; the poller checks GitHub every %s instead.", c.GitHub.PollInterval))
+			out = append(out, fmt.Sprintf("No GITHUB_WEBHOOK_SECRET: the webhook receiver is off; the poller checks GitHub every %s instead.", fmtDuration(c.GitHub.PollInterval)))
 		} else {
 			out = append(out, "No GITHUB_WEBHOOK_SECRET and POLL_INTERVAL is off: GitHub comments and labels are not seen at all.")
 		}

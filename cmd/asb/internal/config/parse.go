@@ -1,9 +1,8 @@
 package config
 
 import (
-	"encoding/base64"
-	"encoding/hex"
-	"errors"
+	"github.com/asb-dev/asb/app/seal"
+
 	"fmt"
 	"math"
 	"net"
@@ -384,20 +383,7 @@ func parseToken(s string, minLen int) (string, error) {
 // (standard or URL alphabet, padded or not) of 32 bytes. It is exported so
 // that the key file in the data directory is read with the same rules as
 // SECRETS_KEY. The error never contains the input.
-func DecodeKey(s string) ([]byte, error) {
-	s = strings.TrimSpace(s)
-	if len(s) == 64 {
-		if b, err := hex.DecodeString(s); err == nil {
-			return b, nil
-		}
-	}
-	for _, enc := range []*base64.Encoding{base64.StdEncoding, base64.RawStdEncoding, base64.URLEncoding, base64.RawURLEncoding} {
-		if b, err := enc.DecodeString(s); err == nil && len(b) == 32 {
-			return b, nil
-		}
-	}
-	return nil, errors.New("want 64 hex digits or base64 of 32 bytes (generate one with: openssl rand -hex 32)")
-}
+func DecodeKey(s string) ([]byte, error) { return seal.ParseKey(s) }
 
 // matchCharset reports whether s is 1..max bytes of letters, digits and
 // the given punctuation, starting with a letter or digit (or, with

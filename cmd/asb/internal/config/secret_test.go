@@ -29,7 +29,7 @@ func TestSecretNeverPrints(t *testing.T) {
 		"%q":       fmt.Sprintf("%q", s),
 		"%x":       fmt.Sprintf("%x", s),
 		"%X":       fmt.Sprintf("%X", s),
-		"%d":       fmt.Sprintf("%d", s), //nolint:staticcheck // a bad verb must not print the raw value either
+		"%d":       fmt.Sprintf("%d", s), // a bad verb must not print the raw value either
 		"%+v":      fmt.Sprintf("%+v", w),
 		"%#v":      fmt.Sprintf("%#v", w),
 		"%#v self": fmt.Sprintf("%#v", s),

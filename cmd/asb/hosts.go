@@ -1,0 +1,116 @@
+package main
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"log/slog"
+	"strings"
+	"time"
+
+	"github.com/asb-dev/asb/app"
+	"github.com/asb-dev/asb/cmd/asb/internal/config"
+	"github.com/asb-dev/asb/sandbox"
+)
+
+// host pairs a configured host with its transport.
+type host struct {
+	spec      config.Host
+	transport sandbox.Transport
+}
+
+// openHosts builds one transport per configured host. SSH transports dial
+// lazily, so this never blocks on a host that is down.
+func openHosts(cfg *config.Config, log *slog.Logger) ([]host, error) {
+	var out []host
+	for _, h := range cfg.Sandbox.Hosts {
+		var t sandbox.Transport
+		switch h.Kind {
+		case config.HostLocal:
+			t = sandbox.NewLocalTransport(log)
+		case config.HostSSH:
+			st, err := sandbox.NewSSHTransport(sandbox.SSHConfig{
+				User: h.User, Addr: h.Addr, KeyFile: cfg.Sandbox.SSHKeyFile, KnownHostsFile: cfg.Sandbox.SSHKnownHosts,
+				DialTimeout: 10 * time.Second, Logger: log,
+			})
+			if err != nil {
+				closeHosts(out)
+				return nil, fmt.Errorf("host %s: %w", h, err)
+			}
+			t = st
+		default:
+			closeHosts(out)
+			return nil, fmt.Errorf("host %s: unknown kind %q", h, h.Kind)
+		}
+		out = append(out, host{spec: h, transport: t})
+	}
+	return out, nil
+}
+
+func closeHosts(hs []host) {
+	for _, h := range hs {
+		h.transport.Close()
+	}
+}
+
+// msbVersion runs `msb --version` on a host and returns its answer.
+func msbVersion(ctx context.Context, cfg *config.Config, h host) (string, error) {
+	res, err := h.transport.Run(ctx, sandbox.Command{Argv: []string{cfg.Sandbox.MSBPath, "--version"}, MaxOutput: 4096})
+	if err != nil {
+		return "", err
+	}
+	if res.ExitCode != 0 {
+		return "", fmt.Errorf("%s --version exited with %d on %s: is msb installed there (MSB_PATH)? %s",
+			cfg.Sandbox.MSBPath, res.ExitCode, h.spec, firstLineOf(res.Stderr))
+	}
+	return strings.TrimSpace(string(res.Stdout)), nil
+}
+
+// hostsCheck is the readiness check: at least one host answers.
+func hostsCheck(cfg *config.Config, hs []host) func(ctx context.Context) error {
+	return func(ctx context.Context) error {
+		if len(hs) == 0 {
+			return errors.New("no sandbox host configured: set SANDBOX_HOSTS=local or ssh://user@host (see docs/configuration.md)")
+		}
+		var problems []string
+		for _, h := range hs {
+			if _, err := msbVersion(ctx, cfg, h); err != nil {
+				problems = append(problems, fmt.Sprintf("%s: %s", h.spec, app.ErrorMessage(err)))
+				continue
+			}
+			return nil
+		}
+		return fmt.Errorf("no sandbox host answers: %s", strings.Join(problems, "; "))
+	}
+}
+
+func firstLineOf(b []byte) string {
+	s := strings.TrimSpace(string(b))
+	if i := strings.IndexByte(s, '\n'); i >= 0 {
+		s = s[:i]
+	}
+	if len(s) > 200 {
+		s = s[:200]
+	}
+	return s
+}
+
+// unconfiguredSandbox stands in for the sandbox driver until hosts can
+// take boxes: runs stay in "starting" and retry, with a clear reason,
+// instead of failing.
+type unconfiguredSandbox struct{ reason string }
+
+func (u unconfiguredSandbox) err() error { return app.Errorf(app.EUNAVAILABLE, "%s", u.reason) }
+
+func (u unconfiguredSandbox) EnsureBox(context.Context, app.BoxSpec) (app.BoxRef, error) {
+	return app.BoxRef{}, u.err()
+}
+func (u unconfiguredSandbox) Launch(context.Context, app.BoxRef, app.Turn) error { return u.err() }
+func (u unconfiguredSandbox) Poll(context.Context, app.BoxRef, app.TurnRef, int64) (app.Progress, error) {
+	return app.Progress{}, u.err()
+}
+func (u unconfiguredSandbox) Collect(context.Context, app.BoxRef, []app.Source) ([]app.Bundle, error) {
+	return nil, u.err()
+}
+func (u unconfiguredSandbox) Kill(context.Context, app.BoxRef, app.TurnRef) error { return u.err() }
+func (u unconfiguredSandbox) Remove(context.Context, app.BoxRef) error         { return u.err() }

@@ -1,0 +1,260 @@
+package main
+
+import (
+	"bytes"
+	"context"
+	"io"
+	"net/http"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"strings"
+	"sync"
+	"syscall"
+	"testing"
+	"time"
+)
+
+// syncBuffer is a bytes.Buffer safe for the logger and the test at once.
+type syncBuffer struct {
+	mu sync.Mutex
+	b  bytes.Buffer
+}
+
+func (s *syncBuffer) Write(p []byte) (int, error) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return s.b.Write(p)
+}
+
+func (s *syncBuffer) String() string {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return s.b.String()
+}
+
+func testEnv(t *testing.T, dataDir string, extra ...string) (*environment, *syncBuffer, *syncBuffer) {
+	t.Helper()
+	out, errOut := &syncBuffer{}, &syncBuffer{}
+	environ := append([]string{"ASB_ADDR=127.0.0.1:0", "ASB_DATA_DIR=" + dataDir, "HOME=" + t.TempDir()}, extra...)
+	return &environment{environ: environ, stdout: out, stderr: errOut, dotenv: filepath.Join(t.TempDir(), "none.env")}, out, errOut
+}
+
+// startServe runs serve in-process and returns its address and a stop
+// function that returns the exit code.
+func startServe(t *testing.T, env *environment) (string, func() int) {
+	t.Helper()
+	ready := make(chan string, 1)
+	env.ready = ready
+	ctx, cancel := context.WithCancel(context.Background())
+	done := make(chan int, 1)
+	go func() { done <- run(ctx, env, []string{"serve"}) }()
+	select {
+	case addr := <-ready:
+		return addr, func() int { cancel(); return <-done }
+	case code := <-done:
+		cancel()
+		t.Fatalf("serve exited with %d before listening:\n%s", code, env.stderr)
+	case <-time.After(60 * time.Second):
+		t.Fatal("serve did not start")
+	}
+	return "", nil
+}
+
+func httpGet(t *testing.T, url string) (int, string) {
+	t.Helper()
+	resp, err := http.Get(url)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer resp.Body.Close()
+	b, _ := io.ReadAll(resp.Body)
+	return resp.StatusCode, string(b)
+}
+
+func TestServeWithNothingConfigured(t *testing.T) {
+	data := filepath.Join(t.TempDir(), "data")
+	env, _, logs := testEnv(t, data)
+	addr, stop := startServe(t, env)
+
+	if code, body := httpGet(t, "http://"+addr+"/healthz"); code != 200 {
+		t.Fatalf("healthz %d %s", code, body)
+	}
+	code, body := httpGet(t, "http://"+addr+"/readyz")
+	if code != 503 || !strings.Contains(body, "SANDBOX_HOSTS") || !strings.Contains(body, `"database"`) || !strings.Contains(body, "/setup") {
+		t.Fatalf("readyz %d %s", code, body)
+	}
+	if code, body := httpGet(t, "http://"+addr+"/metrics"); code != 200 || !strings.Contains(body, `asb_runs{state="running"}`) {
+		t.Fatalf("metrics %d", code)
+	}
+	if code := stop(); code != 0 {
+		t.Fatalf("serve exit %d\n%s", code, logs)
+	}
+
+	tokenFile := filepath.Join(data, "operator.token")
+	fi, err := os.Stat(tokenFile)
+	if err != nil || fi.Mode().Perm() != 0o600 {
+		t.Fatalf("operator token file: %v %v", fi, err)
+	}
+	token, _ := os.ReadFile(tokenFile)
+	if fi, err := os.Stat(filepath.Join(data, "secrets.key")); err != nil || fi.Mode().Perm() != 0o600 {
+		t.Fatalf("secrets key file: %v", err)
+	}
+	l := logs.String()
+	if strings.Contains(l, strings.TrimSpace(string(token))) {
+		t.Fatal("the operator token appears in the log")
+	}
+	if strings.Count(l, tokenFile) != 1 || !strings.Contains(l, "SANDBOX_HOSTS") {
+		t.Fatalf("log should name the token file once and explain what is missing:\n%s", l)
+	}
+
+	// A second start reuses the token and says nothing about it.
+	env2, _, logs2 := testEnv(t, data)
+	_, stop2 := startServe(t, env2)
+	if code := stop2(); code != 0 {
+		t.Fatalf("second serve exit %d\n%s", code, logs2)
+	}
+	again, _ := os.ReadFile(tokenFile)
+	if !bytes.Equal(again, token) || strings.Contains(logs2.String(), tokenFile) {
+		t.Fatalf("second start regenerated or re-announced the token:\n%s", logs2)
+	}
+}
+
+func TestServeRefusesAnotherSecretsKey(t *testing.T) {
+	data := filepath.Join(t.TempDir(), "data")
+	env, _, _ := testEnv(t, data)
+	_, stop := startServe(t, env)
+	stop()
+	env2, _, logs := testEnv(t, data, "SECRETS_KEY="+strings.Repeat("ab", 32))
+	if code := run(context.Background(), env2, []string{"serve"}); code != 1 {
+		t.Fatalf("exit %d with a different key", code)
+	}
+	if !strings.Contains(logs.String(), "does not match") || strings.Contains(logs.String(), strings.Repeat("ab", 32)) {
+		t.Fatalf("log:\n%s", logs)
+	}
+}
+
+func TestBadConfigurationFailsFastNamingTheVariable(t *testing.T) {
+	for _, tc := range []struct{ env, name string }{
+		{"ASB_ADDR=nonsense", "ASB_ADDR"},
+		{"MSB_MEMORY=lots", "MSB_MEMORY"},
+		{"WAIT_TIMEOUT_MS=90000", "WAIT_TIMEOUT_MS"},
+		{"SANDBOX_HOSTS=ssh://root@host;reboot", "SANDBOX_HOSTS"},
+	} {
+		for _, cmd := range []string{"serve", "migrate"} {
+			env, _, errOut := testEnv(t, t.TempDir(), tc.env)
+			if code := run(context.Background(), env, []string{cmd}); code != 2 {
+				t.Errorf("%s with %s: exit %d", cmd, tc.env, code)
+			}
+			if !strings.Contains(errOut.String(), tc.name) {
+				t.Errorf("%s with %s: error does not name %s:\n%s", cmd, tc.env, tc.name, errOut)
+			}
+		}
+	}
+}
+
+func TestMigrate(t *testing.T) {
+	data := t.TempDir()
+	env, out, _ := testEnv(t, data)
+	if code := run(context.Background(), env, []string{"migrate"}); code != 0 || !strings.Contains(out.String(), "applied 0001_init.sql") {
+		t.Fatalf("first migrate: %d %s", code, out)
+	}
+	env, out, _ = testEnv(t, data)
+	if code := run(context.Background(), env, []string{"migrate"}); code != 0 || !strings.Contains(out.String(), "up to date") {
+		t.Fatalf("second migrate: %d %s", code, out)
+	}
+}
+
+func TestDoctor(t *testing.T) {
+	data := t.TempDir()
+	env, out, _ := testEnv(t, data)
+	if code := run(context.Background(), env, []string{"doctor"}); code != 1 {
+		t.Fatalf("doctor with no host: exit %d", code)
+	}
+	if !strings.Contains(out.String(), "FAIL  no sandbox host configured") || !strings.Contains(out.String(), "ok    database") {
+		t.Fatalf("doctor output:\n%s", out)
+	}
+	// A local host whose msb answers passes the host check.
+	msb := filepath.Join(t.TempDir(), "msb")
+	if err := os.WriteFile(msb, []byte("#!/bin/sh\necho 'msb 0.6.9'\n"), 0o755); err != nil {
+		t.Fatal(err)
+	}
+	env, out, _ = testEnv(t, data, "SANDBOX_HOSTS=local", "MSB_PATH="+msb)
+	if code := run(context.Background(), env, []string{"doctor"}); code != 0 {
+		t.Fatalf("doctor with a working host: exit %d\n%s", code, out)
+	}
+	if !strings.Contains(out.String(), "ok    host local: msb 0.6.9") {
+		t.Fatalf("doctor output:\n%s", out)
+	}
+	// A host whose msb is missing is explained.
+	env, out, _ = testEnv(t, data, "SANDBOX_HOSTS=local", "MSB_PATH="+filepath.Join(t.TempDir(), "nope"))
+	if code := run(context.Background(), env, []string{"doctor"}); code != 1 || !strings.Contains(out.String(), "FAIL  host local") {
+		t.Fatalf("doctor with a broken host: %d\n%s", code, out)
+	}
+}
+
+func TestReadyWhenAHostAnswers(t *testing.T) {
+	msb := filepath.Join(t.TempDir(), "msb")
+	if err := os.WriteFile(msb, []byte("#!/bin/sh\necho 'msb 0.6.9'\n"), 0o755); err != nil {
+		t.Fatal(err)
+	}
+	env, _, _ := testEnv(t, t.TempDir(), "SANDBOX_HOSTS=local", "MSB_PATH="+msb)
+	addr, stop := startServe(t, env)
+	defer stop()
+	if code, body := httpGet(t, "http://"+addr+"/readyz"); code != 200 {
+		t.Fatalf("readyz %d %s", code, body)
+	}
+}
+
+func TestHelp(t *testing.T) {
+	for _, args := range [][]string{{"--help"}, {"serve", "--help"}, {"migrate", "-h"}, {"doctor", "--help"}, {"version", "--help"}} {
+		env, out, errOut := testEnv(t, t.TempDir())
+		if code := run(context.Background(), env, args); code != 0 {
+			t.Errorf("%v: exit %d", args, code)
+		}
+		if !strings.Contains(out.String()+errOut.String(), "Usage") {
+			t.Errorf("%v printed no usage", args)
+		}
+	}
+	env, _, errOut := testEnv(t, t.TempDir())
+	if code := run(context.Background(), env, []string{"frobnicate"}); code != 2 || !strings.Contains(errOut.String(), "unknown command") {
+		t.Fatalf("unknown command: %d", code)
+	}
+}
+
+// TestSignalStopsGracefully runs the real binary and sends it SIGTERM.
+func TestSignalStopsGracefully(t *testing.T) {
+	if testing.Short() {
+		t.Skip("builds the binary")
+	}
+	bin := filepath.Join(t.TempDir(), "asb")
+	build := exec.Command("go", "build", "-o", bin, ".")
+	if out, err := build.CombinedOutput(); err != nil {
+		t.Fatalf("build: %v\n%s", err, out)
+	}
+	cmd := exec.Command(bin, "serve")
+	cmd.Dir = t.TempDir()
+	cmd.Env = []string{"ASB_ADDR=127.0.0.1:0", "ASB_DATA_DIR=" + filepath.Join(cmd.Dir, "data"), "HOME=" + cmd.Dir, "PATH=" + os.Getenv("PATH")}
+	logs := &syncBuffer{}
+	cmd.Stderr = logs
+	if err := cmd.Start(); err != nil {
+		t.Fatal(err)
+	}
+	deadline := time.Now().Add(60 * time.Second)
+	for !strings.Contains(logs.String(), "asb is listening") {
+		if time.Now().After(deadline) {
+			cmd.Process.Kill()
+			t.Fatalf("no listening line:\n%s", logs)
+		}
+		time.Sleep(10 * time.Millisecond)
+	}
+	if err := cmd.Process.Signal(syscall.SIGTERM); err != nil {
+		t.Fatal(err)
+	}
+	if err := cmd.Wait(); err != nil {
+		t.Fatalf("exit after SIGTERM: %v\n%s", err, logs)
+	}
+	if !strings.Contains(logs.String(), "stopped") {
+		t.Fatalf("no clean stop:\n%s", logs)
+	}
+}

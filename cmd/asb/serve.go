@@ -1,0 +1,145 @@
+package main
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"net"
+	"net/http"
+	"os/signal"
+	"strings"
+	"syscall"
+	"time"
+
+	"github.com/asb-dev/asb/app"
+	"github.com/asb-dev/asb/web"
+)
+
+func runServe(ctx context.Context, env *environment, args []string) int {
+	fs := newFlagSet(env, "serve", "Run the controller: the HTTP server (health, readiness, metrics) and the run scheduler.\nStops gracefully on SIGINT or SIGTERM; boxes keep running and are re-attached on the next start.")
+	if code, ok := parseFlags(fs, args); !ok {
+		return code
+	}
+	cfg, err := loadConfig(env)
+	if err != nil {
+		printConfigError(env.stderr, err)
+		return 2
+	}
+	log := newLogger(cfg, env.stderr)
+	for _, w := range cfg.Warnings {
+		log.Warn("configuration", "warning", w)
+	}
+	ctx, stop := signal.NotifyContext(ctx, syscall.SIGINT, syscall.SIGTERM)
+	defer stop()
+
+	store, err := openStore(ctx, cfg)
+	if err != nil {
+		log.Error("cannot open the database", "path", dbPath(cfg), "err", err)
+		return 1
+	}
+	defer store.Close()
+	_, keyFile, keyCreated, err := openKeyring(ctx, cfg, store, true)
+	if err != nil {
+		log.Error("cannot use the secrets key", "err", err)
+		return 1
+	}
+	if keyCreated {
+		log.Info("generated the secrets key; back it up with the database", "path", keyFile)
+	}
+	_, tokenFile, tokenCreated, err := operatorToken(cfg, true)
+	if err != nil {
+		log.Error("cannot set up the operator token", "err", err)
+		return 1
+	}
+	if tokenCreated {
+		// The path, once; never the token itself.
+		log.Info("generated the operator token: it is your root credential; read it from this file", "path", tokenFile)
+	}
+
+	hosts, err := openHosts(cfg, log)
+	if err != nil {
+		log.Error("cannot set up sandbox hosts", "err", err)
+		return 1
+	}
+	defer closeHosts(hosts)
+	reason := "no sandbox host configured: set SANDBOX_HOSTS"
+	if len(hosts) > 0 {
+		reason = "the sandbox driver for the configured hosts is not available in this build"
+	}
+	svc := app.NewService(app.Deps{
+		Store: store, Sandbox: unconfiguredSandbox{reason: reason}, Logger: log.With("component", "core"),
+	}, app.Config{WaitTimeout: cfg.Agent.WaitTimeout})
+
+	var guidance []string
+	for _, g := range cfg.Unconfigured() {
+		// serve has just made sure an operator token exists.
+		if !strings.HasPrefix(g, "No MCP_HTTP_TOKEN") {
+			guidance = append(guidance, g)
+		}
+	}
+	for _, g := range guidance {
+		log.Warn("not configured yet", "what", g)
+	}
+	handler := web.New(web.Options{
+		Service: svc,
+		Logger:  log.With("component", "http"),
+		Checks: []web.Check{
+			{Name: "database", Required: true, Err: store.Ping},
+			{Name: "sandbox_hosts", Required: true, Err: hostsCheck(cfg, hosts)},
+			{Name: "github_app", Err: func(context.Context) error {
+				if cfg.GitHub.AppID == 0 {
+					return fmt.Errorf("no GitHub App configured: open %s/setup or set GITHUB_APP_ID and GITHUB_APP_PRIVATE_KEY_FILE", cfg.PublicURL)
+				}
+				return nil
+			}},
+		},
+		Guidance: guidance,
+		Metrics:  web.NewMetrics(svc),
+	})
+
+	ln, err := net.Listen("tcp", cfg.Addr)
+	if err != nil {
+		log.Error("cannot listen", "addr", cfg.Addr, "err", err)
+		return 1
+	}
+	srv := &http.Server{
+		Handler:           handler,
+		ReadHeaderTimeout: 10 * time.Second,
+		IdleTimeout:       120 * time.Second,
+		// No WriteTimeout: live streams (SSE, MCP) stay open by design.
+		ErrorLog: nil,
+	}
+	svcCtx, stopSvc := context.WithCancel(context.WithoutCancel(ctx))
+	svcDone := make(chan error, 1)
+	go func() { svcDone <- svc.Run(svcCtx) }()
+	srvDone := make(chan error, 1)
+	go func() { srvDone <- srv.Serve(ln) }()
+	if strings.HasSuffix(cfg.PublicURL, ":0") {
+		cfg.PublicURL = "http://" + ln.Addr().String() // port chosen by the system
+	}
+	log.Info("asb is listening", "addr", ln.Addr().String(), "public_url", cfg.PublicURL, "data_dir", cfg.DataDir, "version", version)
+	if env.ready != nil {
+		env.ready <- ln.Addr().String()
+	}
+
+	code := 0
+	select {
+	case <-ctx.Done():
+		log.Info("shutting down: finishing in-flight requests; boxes keep running")
+	case err := <-srvDone:
+		log.Error("HTTP server stopped", "err", err)
+		code = 1
+	}
+	shutdownCtx, cancel := context.WithTimeout(context.Background(), 20*time.Second)
+	defer cancel()
+	if err := srv.Shutdown(shutdownCtx); err != nil && !errors.Is(err, http.ErrServerClosed) {
+		log.Warn("HTTP shutdown", "err", err)
+	}
+	stopSvc()
+	if err := <-svcDone; err != nil {
+		log.Error("scheduler", "err", err)
+		code = 1
+	}
+	log.Info("stopped")
+	return code
+}

@@ -1,0 +1,150 @@
+// Package web is asb's only HTTP composition point: the chi router, its
+// middleware (security headers, request logging, panic recovery), health,
+// readiness and Prometheus metrics, and — as later surfaces land — the
+// JSON routes, the live stream, the dashboard, the webhook and /mcp.
+package web
+
+import (
+	"context"
+	"encoding/json"
+	"log/slog"
+	"net/http"
+	"time"
+
+	"github.com/go-chi/chi/v5"
+	"github.com/go-chi/chi/v5/middleware"
+
+	"github.com/asb-dev/asb/app"
+)
+
+// Check is one readiness check. Err returns nil when the dependency is
+// usable, else an error whose text tells the operator what to do.
+type Check struct {
+	Name string
+	// Required checks make /readyz fail; the others only report.
+	Required bool
+	Err      func(ctx context.Context) error
+}
+
+// Options configure the handler.
+type Options struct {
+	Service *app.Service
+	Logger  *slog.Logger
+	// Checks run on every /readyz request, each bounded by CheckTimeout.
+	Checks       []Check
+	CheckTimeout time.Duration
+	// Guidance lines describe what is not configured yet (shown on /readyz).
+	Guidance []string
+	// Metrics, when set, is exported on /metrics.
+	Metrics *Metrics
+}
+
+// New returns asb's HTTP handler.
+func New(o Options) http.Handler {
+	if o.Logger == nil {
+		o.Logger = slog.New(slog.DiscardHandler)
+	}
+	if o.CheckTimeout <= 0 {
+		o.CheckTimeout = 3 * time.Second
+	}
+	r := chi.NewRouter()
+	r.Use(middleware.RequestID, middleware.ClientIPFromRemoteAddr, recoverer(o.Logger), securityHeaders)
+	if o.Metrics != nil {
+		r.Use(o.Metrics.instrument)
+	}
+	r.Use(requestLog(o.Logger))
+
+	r.Get("/healthz", func(w http.ResponseWriter, r *http.Request) {
+		writeJSON(w, http.StatusOK, map[string]string{"status": "ok"})
+	})
+	r.Get("/readyz", readyz(o))
+	if o.Metrics != nil {
+		r.Handle("/metrics", o.Metrics.Handler())
+	}
+	r.NotFound(func(w http.ResponseWriter, r *http.Request) {
+		writeError(w, app.Errorf(app.ENOTFOUND, "no such page: %s", r.URL.Path))
+	})
+	r.MethodNotAllowed(func(w http.ResponseWriter, r *http.Request) {
+		writeJSON(w, http.StatusMethodNotAllowed, map[string]string{"error": "method not allowed"})
+	})
+	return r
+}
+
+type checkResult struct {
+	Name     string `json:"name"`
+	OK       bool   `json:"ok"`
+	Required bool   `json:"required"`
+	Detail   string `json:"detail,omitempty"`
+}
+
+type readiness struct {
+	Status string        `json:"status"`
+	Checks []checkResult `json:"checks"`
+	// Unconfigured says, in words, what to set up next.
+	Unconfigured []string `json:"unconfigured,omitempty"`
+}
+
+func readyz(o Options) http.HandlerFunc {
+	return func(w http.ResponseWriter, r *http.Request) {
+		out := readiness{Status: "ready", Unconfigured: o.Guidance, Checks: []checkResult{}}
+		for _, c := range o.Checks {
+			ctx, cancel := context.WithTimeout(r.Context(), o.CheckTimeout)
+			err := c.Err(ctx)
+			cancel()
+			res := checkResult{Name: c.Name, OK: err == nil, Required: c.Required}
+			if err != nil {
+				res.Detail = err.Error()
+				if c.Required {
+					out.Status = "not ready"
+				}
+			}
+			out.Checks = append(out.Checks, res)
+		}
+		code := http.StatusOK
+		if out.Status != "ready" {
+			code = http.StatusServiceUnavailable
+		}
+		writeJSON(w, code, out)
+	}
+}
+
+// StatusCode maps an app error code to its HTTP status, in one place.
+func StatusCode(code string) int {
+	switch code {
+	case "":
+		return http.StatusOK
+	case app.EINVALID:
+		return http.StatusBadRequest
+	case app.ENOTFOUND:
+		return http.StatusNotFound
+	case app.ECONFLICT:
+		return http.StatusConflict
+	case app.EUNAUTHORIZED:
+		return http.StatusUnauthorized
+	case app.EFORBIDDEN:
+		return http.StatusForbidden
+	case app.ETOOLARGE:
+		return http.StatusRequestEntityTooLarge
+	case app.ERATELIMIT:
+		return http.StatusTooManyRequests
+	case app.EUNAVAILABLE:
+		return http.StatusServiceUnavailable
+	default:
+		return http.StatusInternalServerError
+	}
+}
+
+// writeError answers with {"error": message}; internal errors say only
+// "Internal error." (their detail is logged by the caller).
+func writeError(w http.ResponseWriter, err error) {
+	writeJSON(w, StatusCode(app.ErrorCode(err)), map[string]string{"error": app.ErrorMessage(err)})
+}
+
+func writeJSON(w http.ResponseWriter, code int, v any) {
+	w.Header().Set("Content-Type", "application/json; charset=utf-8")
+	w.Header().Set("Cache-Control", "no-store")
+	w.WriteHeader(code)
+	enc := json.NewEncoder(w)
+	enc.SetIndent("", "  ")
+	_ = enc.Encode(v) // the client went away; nothing to do
+}
