@@ -58,7 +58,7 @@ func requestLog(log *slog.Logger) func(http.Handler) http.Handler {
 			ww := middleware.NewWrapResponseWriter(w, r.ProtoMajor)
 			next.ServeHTTP(ww, r)
 			level := slog.LevelDebug
-			if ww.Status() >= 500 {
+			if ww.Status() == http.StatusInternalServerError {
 				level = slog.LevelError
 			}
 			log.Log(r.Context(), level, "http request", "method", r.Method, "path", r.URL.Path,

@@ -25,7 +25,9 @@ func (r *doctorReport) ok(what, detail string) {
 	fmt.Fprintln(r.w)
 }
 
-func (r *doctorReport) warn(what, fix string) { fmt.Fprintf(r.w, "  warn  %s\n        → %s\n", what, fix) }
+func (r *doctorReport) warn(what, fix string) {
+	fmt.Fprintf(r.w, "  warn  %s\n        → %s\n", what, fix)
+}
 
 func (r *doctorReport) fail(what, fix string) {
 	r.failed++
@@ -148,7 +150,7 @@ func doctorHosts(ctx context.Context, r *doctorReport, cfg *config.Config, timeo
 func doctorGitHub(r *doctorReport, cfg *config.Config) {
 	gh := cfg.GitHub
 	if gh.AppID == 0 {
-		r.warn("no GitHub App configured", fmt.Sprintf("open %s/setup to create one, or set GITHUB_APP_ID and GITHUB_APP_PRIVATE_KEY_FILE", cfg.PublicURL))
+		r.warn("no GitHub App configured", "set GITHUB_APP_ID, GITHUB_APP_PRIVATE_KEY_FILE and GITHUB_WEBHOOK_SECRET (app-manifest.yml lists the permissions and events)")
 	} else if _, err := os.ReadFile(gh.PrivateKeyFile); err != nil {
 		r.fail(fmt.Sprintf("GitHub App %d: private key unreadable", gh.AppID), fmt.Sprintf("check GITHUB_APP_PRIVATE_KEY_FILE (%v)", err))
 	} else {
@@ -158,4 +160,3 @@ func doctorGitHub(r *doctorReport, cfg *config.Config) {
 		r.warn("no GITHUB_WEBHOOK_SECRET: the webhook receiver is off", "set it to the App's webhook secret, or rely on the poller (POLL_INTERVAL)")
 	}
 }
-

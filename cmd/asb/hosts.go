@@ -113,4 +113,4 @@ func (u unconfiguredSandbox) Collect(context.Context, app.BoxRef, []app.Source) 
 	return nil, u.err()
 }
 func (u unconfiguredSandbox) Kill(context.Context, app.BoxRef, app.TurnRef) error { return u.err() }
-func (u unconfiguredSandbox) Remove(context.Context, app.BoxRef) error         { return u.err() }
+func (u unconfiguredSandbox) Remove(context.Context, app.BoxRef) error            { return u.err() }

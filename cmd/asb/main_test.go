@@ -81,7 +81,7 @@ func TestServeWithNothingConfigured(t *testing.T) {
 		t.Fatalf("healthz %d %s", code, body)
 	}
 	code, body := httpGet(t, "http://"+addr+"/readyz")
-	if code != 503 || !strings.Contains(body, "SANDBOX_HOSTS") || !strings.Contains(body, `"database"`) || !strings.Contains(body, "/setup") {
+	if code != 503 || !strings.Contains(body, "SANDBOX_HOSTS") || !strings.Contains(body, `"database"`) || !strings.Contains(body, "GITHUB_APP_ID") {
 		t.Fatalf("readyz %d %s", code, body)
 	}
 	if code, body := httpGet(t, "http://"+addr+"/metrics"); code != 200 || !strings.Contains(body, `asb_runs{state="running"}`) {
@@ -97,8 +97,10 @@ func TestServeWithNothingConfigured(t *testing.T) {
 		t.Fatalf("operator token file: %v %v", fi, err)
 	}
 	token, _ := os.ReadFile(tokenFile)
-	if fi, err := os.Stat(filepath.Join(data, "secrets.key")); err != nil || fi.Mode().Perm() != 0o600 {
-		t.Fatalf("secrets key file: %v", err)
+	for _, f := range []string{"secrets.key", "asb.sqlite"} {
+		if fi, err := os.Stat(filepath.Join(data, f)); err != nil || fi.Mode().Perm() != 0o600 {
+			t.Fatalf("%s: %v %v", f, fi.Mode(), err)
+		}
 	}
 	l := logs.String()
 	if strings.Contains(l, strings.TrimSpace(string(token))) {

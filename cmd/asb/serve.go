@@ -3,7 +3,6 @@ package main
 import (
 	"context"
 	"errors"
-	"fmt"
 	"net"
 	"net/http"
 	"os/signal"
@@ -88,7 +87,7 @@ func runServe(ctx context.Context, env *environment, args []string) int {
 			{Name: "sandbox_hosts", Required: true, Err: hostsCheck(cfg, hosts)},
 			{Name: "github_app", Err: func(context.Context) error {
 				if cfg.GitHub.AppID == 0 {
-					return fmt.Errorf("no GitHub App configured: open %s/setup or set GITHUB_APP_ID and GITHUB_APP_PRIVATE_KEY_FILE", cfg.PublicURL)
+					return errors.New("no GitHub App configured: set GITHUB_APP_ID and GITHUB_APP_PRIVATE_KEY_FILE (see docs/configuration.md)")
 				}
 				return nil
 			}},

@@ -158,5 +158,12 @@ func openStore(ctx context.Context, cfg *config.Config) (*sqlite.Store, error) {
 	if err := ensureDataDir(cfg); err != nil {
 		return nil, err
 	}
+	// Create the file owner-only before SQLite does; its -wal and -shm
+	// files inherit the mode.
+	f, err := os.OpenFile(dbPath(cfg), os.O_RDWR|os.O_CREATE, 0o600)
+	if err != nil {
+		return nil, fmt.Errorf("create database file: %w", err)
+	}
+	f.Close()
 	return sqlite.Open(ctx, dbPath(cfg))
 }

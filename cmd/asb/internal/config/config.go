@@ -680,7 +680,7 @@ func (c *Config) Unconfigured() []string {
 		out = append(out, "No known_hosts file: HOME is not set, so set SSH_KNOWN_HOSTS; SSH hosts are refused until their keys can be verified.")
 	}
 	if c.GitHub.AppID == 0 {
-		out = append(out, fmt.Sprintf("No GitHub App in the environment: open %s/setup to create one, or set GITHUB_APP_ID and GITHUB_APP_PRIVATE_KEY_FILE. Until then /agent comments and labels work only through stored personal tokens.", c.PublicURL))
+		out = append(out, "No GitHub App: set GITHUB_APP_ID and GITHUB_APP_PRIVATE_KEY_FILE (app-manifest.yml lists the permissions and events the App needs).")
 	}
 	if !c.GitHub.WebhookSecret.IsSet() {
 		if c.GitHub.PollInterval > 0 {

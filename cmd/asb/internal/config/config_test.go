@@ -492,7 +492,7 @@ func TestLegacyNames(t *testing.T) {
 
 func TestUnconfigured(t *testing.T) {
 	fresh := mustLoad(t)
-	for _, want := range []string{"No sandbox host", "No GitHub App", "/setup", "No GITHUB_WEBHOOK_SECRET", "every 1m ",
+	for _, want := range []string{"No sandbox host", "No GitHub App", "GITHUB_APP_PRIVATE_KEY_FILE", "No GITHUB_WEBHOOK_SECRET", "every 1m ",
 		"No model credentials", "No MCP_HTTP_TOKEN"} {
 		if !containsLine(fresh.Unconfigured(), want) {
 			t.Errorf("fresh config lacks %q: %q", want, fresh.Unconfigured())
