@@ -227,6 +227,11 @@ type Box struct {
 	Pinned    bool      `json:"pinned"`
 	CPUPct    float64   `json:"cpu_pct"`
 	MemMiB    int       `json:"mem_mib"`
+	// Image is what the box booted from ("image:node" or "snapshot:base"),
+	// and Egress its network policy key: a warm box is handed only to a
+	// request that needs exactly this image and policy.
+	Image     string    `json:"image,omitempty"`
+	Egress    string    `json:"egress,omitempty"`
 	CreatedAt time.Time `json:"created_at,omitzero"`
 }
 

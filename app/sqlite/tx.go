@@ -518,15 +518,17 @@ type boxRow struct {
 	Pinned    bool    `db:"pinned"`
 	CPUPct    float64 `db:"cpu_pct"`
 	MemMiB    int     `db:"mem_mib"`
+	Image     string  `db:"image"`
+	Egress    string  `db:"egress"`
 	CreatedAt string  `db:"created_at"`
 }
 
 func (t *txn) UpsertBox(b app.Box) error {
-	_, err := t.exec(`INSERT INTO boxes (host, name, role, session_id, status, pinned, cpu_pct, mem_mib, created_at)
-		VALUES (?,?,?,?,?,?,?,?,?)
+	_, err := t.exec(`INSERT INTO boxes (host, name, role, session_id, status, pinned, cpu_pct, mem_mib, image, egress, created_at)
+		VALUES (?,?,?,?,?,?,?,?,?,?,?)
 		ON CONFLICT (host, name) DO UPDATE SET role=excluded.role, session_id=excluded.session_id, status=excluded.status,
-		pinned=excluded.pinned, cpu_pct=excluded.cpu_pct, mem_mib=excluded.mem_mib`,
-		b.Host, b.Name, string(b.Role), string(b.SessionID), b.Status, b.Pinned, b.CPUPct, b.MemMiB, fmtTime(b.CreatedAt))
+		pinned=excluded.pinned, cpu_pct=excluded.cpu_pct, mem_mib=excluded.mem_mib, image=excluded.image, egress=excluded.egress`,
+		b.Host, b.Name, string(b.Role), string(b.SessionID), b.Status, b.Pinned, b.CPUPct, b.MemMiB, b.Image, b.Egress, fmtTime(b.CreatedAt))
 	return err
 }
 
@@ -550,7 +552,7 @@ func (t *txn) ListBoxes(host string) ([]app.Box, error) {
 	for i, r := range rows {
 		out[i] = app.Box{BoxRef: app.BoxRef{Host: r.Host, Name: r.Name}, Role: app.BoxRole(r.Role),
 			SessionID: app.SessionID(r.SessionID), Status: r.Status, Pinned: r.Pinned, CPUPct: r.CPUPct,
-			MemMiB: r.MemMiB, CreatedAt: parseTime(r.CreatedAt)}
+			MemMiB: r.MemMiB, Image: r.Image, Egress: r.Egress, CreatedAt: parseTime(r.CreatedAt)}
 	}
 	return out, nil
 }

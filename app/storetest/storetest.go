@@ -426,7 +426,8 @@ func testAudit(t *testing.T, s app.Store) {
 }
 
 func testBoxes(t *testing.T, s app.Store) {
-	b := app.Box{BoxRef: app.BoxRef{Host: "local", Name: "asb-1"}, Role: app.BoxPoolFree, Status: "running", CreatedAt: t0}
+	b := app.Box{BoxRef: app.BoxRef{Host: "local", Name: "asb-1"}, Role: app.BoxPoolFree, Status: "running",
+		Image: "image:node", Egress: "deny+api.anthropic.com", CreatedAt: t0}
 	tx(t, s, func(tx app.Tx) error {
 		if err := tx.UpsertBox(b); err != nil {
 			return err

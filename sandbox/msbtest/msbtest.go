@@ -1,0 +1,141 @@
+// Package msbtest builds the fake msb (sandbox/msbfake) for tests and gives
+// each test its own msb host: a private MSB_HOME and a small wrapper
+// executable that points the fake at it, usable as MSB_PATH locally or
+// over SSH (where the caller's environment does not travel).
+package msbtest
+
+import (
+	"bytes"
+	"fmt"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"runtime"
+	"strings"
+	"sync"
+	"testing"
+)
+
+var (
+	buildOnce sync.Once
+	binPath   string
+	buildErr  error
+)
+
+// Binary returns the fake msb, built once per test process.
+func Binary(tb testing.TB) string {
+	tb.Helper()
+	buildOnce.Do(func() {
+		if _, err := exec.LookPath("bwrap"); err != nil {
+			buildErr = fmt.Errorf("bwrap is missing (apt-get install bubblewrap): the fake msb isolates boxes with it")
+			return
+		}
+		_, file, _, _ := runtime.Caller(0)
+		src := filepath.Join(filepath.Dir(file), "..", "msbfake")
+		dir, err := os.MkdirTemp("", "asb-msbfake-")
+		if err != nil {
+			buildErr = err
+			return
+		}
+		// Other users (the SSH test account) must be able to run it.
+		if err := os.Chmod(dir, 0o755); err != nil {
+			buildErr = err
+			return
+		}
+		binPath = filepath.Join(dir, "msb")
+		cmd := exec.Command("go", "build", "-o", binPath, ".")
+		cmd.Dir = src
+		cmd.Env = append(os.Environ(), "CGO_ENABLED=0")
+		if out, err := cmd.CombinedOutput(); err != nil {
+			buildErr = fmt.Errorf("build fake msb: %v\n%s", err, out)
+		}
+	})
+	if buildErr != nil {
+		if os.Getenv("CI") == "" && strings.Contains(buildErr.Error(), "bwrap is missing") {
+			tb.Skip(buildErr.Error())
+		}
+		tb.Fatal(buildErr)
+	}
+	return binPath
+}
+
+// Host is one fake msb host.
+type Host struct {
+	// Path is the wrapper to use as MSB_PATH.
+	Path string
+	// Home is its MSB_HOME.
+	Home string
+	bin  string
+}
+
+// New makes a fresh host with the given images already pulled. Its files
+// are readable by other users so an SSH test account can use it too.
+func New(tb testing.TB, images ...string) *Host {
+	tb.Helper()
+	bin := Binary(tb)
+	dir, err := os.MkdirTemp("", "asb-msbhost-")
+	if err != nil {
+		tb.Fatal(err)
+	}
+	h := &Host{Path: filepath.Join(dir, "msb"), Home: filepath.Join(dir, "home"), bin: bin}
+	tb.Cleanup(func() {
+		// Stop every box this host still runs before removing its files.
+		out, _, _ := h.Run("ls", "-q")
+		for _, name := range strings.Fields(out) {
+			h.Run("rm", "--force", name)
+		}
+		os.RemoveAll(dir)
+	})
+	if err := os.MkdirAll(h.Home, 0o755); err != nil {
+		tb.Fatal(err)
+	}
+	if err := os.Chmod(dir, 0o755); err != nil {
+		tb.Fatal(err)
+	}
+	script := fmt.Sprintf("#!/bin/sh\nMSB_HOME='%s'\nexport MSB_HOME\nexec '%s' \"$@\"\n", h.Home, bin)
+	if err := os.WriteFile(h.Path, []byte(script), 0o755); err != nil {
+		tb.Fatal(err)
+	}
+	for _, im := range images {
+		if _, stderr, code := h.Run("pull", im); code != 0 {
+			tb.Fatalf("pull %s: %s", im, stderr)
+		}
+	}
+	return h
+}
+
+// Run invokes the fake directly, for test set-up and assertions.
+func (h *Host) Run(args ...string) (stdout, stderr string, code int) {
+	cmd := exec.Command(h.Path, args...)
+	var out, errb bytes.Buffer
+	cmd.Stdout, cmd.Stderr = &out, &errb
+	err := cmd.Run()
+	code = 0
+	if ee, ok := err.(*exec.ExitError); ok {
+		code = ee.ExitCode()
+	} else if err != nil {
+		code = -1
+		errb.WriteString(err.Error())
+	}
+	return out.String(), errb.String(), code
+}
+
+// Boxes lists the names of the boxes on the host.
+func (h *Host) Boxes() []string {
+	out, _, _ := h.Run("ls", "-q")
+	return strings.Fields(out)
+}
+
+// SetKnob writes a failure knob into the host's fake-knobs.env (see the
+// msbfake package doc for the names).
+func (h *Host) SetKnob(tb testing.TB, line string) {
+	tb.Helper()
+	f, err := os.OpenFile(filepath.Join(h.Home, "fake-knobs.env"), os.O_CREATE|os.O_APPEND|os.O_WRONLY, 0o644)
+	if err != nil {
+		tb.Fatal(err)
+	}
+	defer f.Close()
+	if _, err := fmt.Fprintln(f, line); err != nil {
+		tb.Fatal(err)
+	}
+}
