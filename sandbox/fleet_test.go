@@ -387,4 +387,3 @@ func countRole(bs []app.Box, role app.BoxRole) int {
 	}
 	return n
 }
-
