@@ -6,7 +6,11 @@ import (
 	"io"
 	"os"
 	"path/filepath"
+	"strings"
 	"time"
+
+	"github.com/asb-dev/asb/app"
+	"github.com/asb-dev/asb/sandbox"
 
 	"github.com/asb-dev/asb/cmd/asb/internal/config"
 )
@@ -137,14 +141,72 @@ func doctorHosts(ctx context.Context, r *doctorReport, cfg *config.Config, timeo
 	defer closeHosts(hosts)
 	for _, h := range hosts {
 		hctx, cancel := context.WithTimeout(ctx, timeout)
-		v, err := msbVersion(hctx, cfg, h)
+		doctorHost(hctx, r, cfg, h)
 		cancel()
-		if err != nil {
-			r.fail("host "+h.spec.String(), err.Error())
-			continue
-		}
-		r.ok("host "+h.spec.String(), v)
 	}
+}
+
+// doctorHost checks one host in the order a self-hoster fixes things:
+// reach it, then msb, then KVM, then the image or snapshot.
+func doctorHost(ctx context.Context, r *doctorReport, cfg *config.Config, h host) {
+	name := "host " + h.spec.String()
+	res, err := h.transport.Run(ctx, sandbox.Command{Argv: []string{"true"}})
+	if err != nil {
+		r.fail(name+": cannot run commands", err.Error())
+		return
+	}
+	if res.ExitCode != 0 {
+		r.fail(name+": `true` failed", "check the account's login shell on the host")
+		return
+	}
+	if h.spec.Kind == config.HostSSH {
+		r.ok(name, "SSH reachable, host key verified")
+	}
+	m := sandbox.NewMSB(h.transport, cfg.Sandbox.MSBPath)
+	v, err := m.Version(ctx)
+	if err != nil {
+		r.fail(name+": msb does not answer", fmt.Sprintf("install msb 0.6.9 on the host or set MSB_PATH (%s)", app.ErrorMessage(err)))
+		return
+	}
+	if !strings.HasPrefix(v, "msb 0.6.") {
+		r.warn(name+": "+v, "asb is built and tested against msb 0.6.9")
+	} else {
+		r.ok(name, v)
+	}
+	ok, report, err := m.Doctor(ctx)
+	switch {
+	case err != nil:
+		r.fail(name+": msb doctor did not run", err.Error())
+	case !ok:
+		r.fail(name+": msb doctor says the host is not ready", indent(report))
+	default:
+		r.ok(name, "msb doctor: KVM and host setup ready")
+	}
+	if cfg.Sandbox.Snapshot != "" {
+		found, err := m.SnapshotExists(ctx, cfg.Sandbox.Snapshot)
+		switch {
+		case err != nil:
+			r.fail(name+": cannot list snapshots", app.ErrorMessage(err))
+		case !found:
+			r.fail(name+": snapshot "+cfg.Sandbox.Snapshot+" does not exist", "run `asb bake --name "+cfg.Sandbox.Snapshot+"`, or unset MSB_SNAPSHOT to boot from MSB_IMAGE")
+		default:
+			r.ok(name, "snapshot "+cfg.Sandbox.Snapshot+" is there")
+		}
+		return
+	}
+	found, err := m.ImageCached(ctx, cfg.Sandbox.Image)
+	switch {
+	case err != nil:
+		r.fail(name+": cannot list images", app.ErrorMessage(err))
+	case !found:
+		r.fail(name+": image "+cfg.Sandbox.Image+" is not pulled", "boxes boot with --pull never: run `msb pull "+cfg.Sandbox.Image+"` on the host")
+	default:
+		r.ok(name, "image "+cfg.Sandbox.Image+" is pulled")
+	}
+}
+
+func indent(s string) string {
+	return strings.ReplaceAll(strings.TrimSpace(s), "\n", "\n          ")
 }
 
 func doctorGitHub(r *doctorReport, cfg *config.Config) {

@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"log/slog"
+	"net/url"
 	"strings"
 	"time"
 
@@ -93,6 +94,73 @@ func firstLineOf(b []byte) string {
 		s = s[:200]
 	}
 	return s
+}
+
+// modelHost is the model endpoint's host name, which boxes must reach.
+func modelHost(cfg *config.Config) string {
+	if cfg.Agent.AnthropicBaseURL != "" {
+		if u, err := url.Parse(cfg.Agent.AnthropicBaseURL); err == nil && u.Hostname() != "" {
+			return u.Hostname()
+		}
+	}
+	return "api.anthropic.com"
+}
+
+// registryHosts are the package registries a coding agent needs. GitHub is
+// deliberately absent: the controller clones and pushes, and an open path
+// to github.com would be a way out for anything the agent reads.
+var registryHosts = []string{
+	"registry.npmjs.org", "pypi.org", "files.pythonhosted.org", "proxy.golang.org", "sum.golang.org",
+	"index.crates.io", "static.crates.io", "rubygems.org", "repo.maven.apache.org",
+}
+
+// egress is the boxes' base network policy.
+func egress(cfg *config.Config) sandbox.Egress {
+	if cfg.Sandbox.EgressAllowAll {
+		return sandbox.Egress{AllowAll: true}
+	}
+	domains := append([]string{modelHost(cfg)}, registryHosts...)
+	return sandbox.Egress{Domains: append(domains, cfg.Sandbox.EgressDomains...)}
+}
+
+// newFleet puts the configured hosts under one placement, pool and
+// reconcile loop.
+func newFleet(cfg *config.Config, store app.Store, hosts []host, log *slog.Logger) (*sandbox.Fleet, error) {
+	specs := make([]sandbox.HostSpec, 0, len(hosts))
+	for _, h := range hosts {
+		specs = append(specs, sandbox.HostSpec{Name: h.spec.String(), Transport: h.transport, MSBPath: cfg.Sandbox.MSBPath, MaxBoxes: cfg.Sandbox.MaxBoxes})
+	}
+	return sandbox.NewFleet(sandbox.FleetConfig{
+		Hosts: specs, Store: store, Logger: log,
+		Defaults: sandbox.BoxDefaults{
+			Image: cfg.Sandbox.Image, Snapshot: cfg.Sandbox.Snapshot, MemoryMiB: cfg.Sandbox.MemoryMiB,
+			IdleTimeout: cfg.Sandbox.IdleTimeout, MaxDuration: cfg.Sandbox.MaxDuration,
+			Egress: egress(cfg), PoolSize: cfg.Sandbox.PoolSize,
+		},
+	})
+}
+
+// fleetCheck is the readiness check once a fleet runs: at least one host
+// answered its last probe.
+func fleetCheck(f *sandbox.Fleet) func(ctx context.Context) error {
+	return func(ctx context.Context) error {
+		hs, err := f.Hosts(ctx)
+		if err != nil {
+			return err
+		}
+		var problems []string
+		for _, h := range hs {
+			if h.Healthy {
+				return nil
+			}
+			p := h.Problem
+			if h.Checked.IsZero() {
+				p = "not checked yet"
+			}
+			problems = append(problems, fmt.Sprintf("%s: %s", h.Name, p))
+		}
+		return fmt.Errorf("no sandbox host answers: %s", strings.Join(problems, "; "))
+	}
 }
 
 // unconfiguredSandbox stands in for the sandbox driver until hosts can

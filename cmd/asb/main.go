@@ -39,6 +39,7 @@ func commands() []command {
 		{"serve", "run the controller: HTTP (health, readiness, metrics), the scheduler", runServe},
 		{"migrate", "apply database migrations and exit", runMigrate},
 		{"doctor", "check the configuration, the database and the hosts, and say what to fix", runDoctor},
+		{"bake", "build the pool snapshot (agent CLI and git preinstalled) on a sandbox host", runBake},
 		{"version", "print the version", runVersion},
 	}
 }

@@ -13,6 +13,8 @@ import (
 	"syscall"
 	"testing"
 	"time"
+
+	"github.com/asb-dev/asb/sandbox/msbtest"
 )
 
 // syncBuffer is a bytes.Buffer safe for the logger and the test at once.
@@ -158,7 +160,7 @@ func TestBadConfigurationFailsFastNamingTheVariable(t *testing.T) {
 func TestMigrate(t *testing.T) {
 	data := t.TempDir()
 	env, out, _ := testEnv(t, data)
-	if code := run(context.Background(), env, []string{"migrate"}); code != 0 || !strings.Contains(out.String(), "applied 0001_init.sql") {
+	if code := run(context.Background(), env, []string{"migrate"}); code != 0 || !strings.Contains(out.String(), "applied 0001_init.sql\napplied 0002_box_image_egress.sql") {
 		t.Fatalf("first migrate: %d %s", code, out)
 	}
 	env, out, _ = testEnv(t, data)
@@ -176,40 +178,87 @@ func TestDoctor(t *testing.T) {
 	if !strings.Contains(out.String(), "FAIL  no sandbox host configured") || !strings.Contains(out.String(), "ok    database") {
 		t.Fatalf("doctor output:\n%s", out)
 	}
-	// A local host whose msb answers passes the host check.
-	msb := filepath.Join(t.TempDir(), "msb")
-	if err := os.WriteFile(msb, []byte("#!/bin/sh\necho 'msb 0.6.9'\n"), 0o755); err != nil {
-		t.Fatal(err)
-	}
-	env, out, _ = testEnv(t, data, "SANDBOX_HOSTS=local", "MSB_PATH="+msb)
+
+	fake := msbtest.New(t, "node")
+	env, out, _ = testEnv(t, data, "SANDBOX_HOSTS=local", "MSB_PATH="+fake.Path, "MSB_IMAGE=node")
 	if code := run(context.Background(), env, []string{"doctor"}); code != 0 {
 		t.Fatalf("doctor with a working host: exit %d\n%s", code, out)
 	}
-	if !strings.Contains(out.String(), "ok    host local: msb 0.6.9") {
-		t.Fatalf("doctor output:\n%s", out)
+	for _, want := range []string{"ok    host local: msb 0.6.9", "msb doctor: KVM and host setup ready", "image node is pulled"} {
+		if !strings.Contains(out.String(), want) {
+			t.Errorf("doctor output lacks %q:\n%s", want, out)
+		}
 	}
-	// A host whose msb is missing is explained.
-	env, out, _ = testEnv(t, data, "SANDBOX_HOSTS=local", "MSB_PATH="+filepath.Join(t.TempDir(), "nope"))
-	if code := run(context.Background(), env, []string{"doctor"}); code != 1 || !strings.Contains(out.String(), "FAIL  host local") {
-		t.Fatalf("doctor with a broken host: %d\n%s", code, out)
+
+	// Each broken piece is named with its fix.
+	for _, tc := range []struct {
+		env  []string
+		knob string
+		want string
+	}{
+		{[]string{"MSB_IMAGE=python:3.12"}, "", "run `msb pull python:3.12` on the host"},
+		{[]string{"MSB_SNAPSHOT=agent-base"}, "", "run `asb bake --name agent-base`"},
+		{nil, "FAKE_MSB_DOCTOR_FAIL=1", "msb doctor says the host is not ready"},
+		{[]string{"MSB_PATH=" + filepath.Join(t.TempDir(), "nope")}, "", "install msb 0.6.9 on the host or set MSB_PATH"},
+	} {
+		host := msbtest.New(t, "node")
+		if tc.knob != "" {
+			host.SetKnob(t, tc.knob)
+		}
+		env, out, _ = testEnv(t, data, append([]string{"SANDBOX_HOSTS=local", "MSB_PATH=" + host.Path}, tc.env...)...)
+		if code := run(context.Background(), env, []string{"doctor"}); code != 1 || !strings.Contains(out.String(), tc.want) {
+			t.Errorf("%v %s: exit %d, want the fix %q:\n%s", tc.env, tc.knob, code, tc.want, out)
+		}
 	}
 }
 
-func TestReadyWhenAHostAnswers(t *testing.T) {
-	msb := filepath.Join(t.TempDir(), "msb")
-	if err := os.WriteFile(msb, []byte("#!/bin/sh\necho 'msb 0.6.9'\n"), 0o755); err != nil {
-		t.Fatal(err)
-	}
-	env, _, _ := testEnv(t, t.TempDir(), "SANDBOX_HOSTS=local", "MSB_PATH="+msb)
+func TestServeRunsTheFleet(t *testing.T) {
+	fake := msbtest.New(t, "node")
+	env, _, logs := testEnv(t, t.TempDir(), "SANDBOX_HOSTS=local", "MSB_PATH="+fake.Path, "POOL_SIZE=1", "MSB_MEMORY=256M")
 	addr, stop := startServe(t, env)
-	defer stop()
-	if code, body := httpGet(t, "http://"+addr+"/readyz"); code != 200 {
-		t.Fatalf("readyz %d %s", code, body)
+	deadline := time.Now().Add(60 * time.Second)
+	for {
+		code, body := httpGet(t, "http://"+addr+"/readyz")
+		if boxes := fake.Boxes(); code == 200 && len(boxes) == 1 {
+			// Booted through to its /workspace, not just created.
+			if _, _, c := fake.Run("exec", boxes[0], "--", "test", "-d", "/workspace"); c == 0 {
+				break
+			}
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("never ready with a warm box: %d %s boxes=%v\n%s", code, body, fake.Boxes(), logs)
+		}
+		time.Sleep(20 * time.Millisecond)
+	}
+	if code := stop(); code != 0 {
+		t.Fatalf("exit %d", code)
+	}
+	// A graceful stop leaves boxes running: the next start re-attaches them.
+	if out, _, _ := fake.Run("ls", "--running", "-q"); strings.TrimSpace(out) == "" {
+		t.Fatal("shutdown stopped the boxes")
+	}
+}
+
+func TestBake(t *testing.T) {
+	fake := msbtest.New(t, "node")
+	env, out, errOut := testEnv(t, t.TempDir(), "SANDBOX_HOSTS=local", "MSB_PATH="+fake.Path, "AGENT_COMMAND=my-agent")
+	if code := run(context.Background(), env, []string{"bake", "--name", "base-1"}); code != 0 {
+		t.Fatalf("bake exit %d\n%s", code, errOut)
+	}
+	if !strings.Contains(out.String(), "MSB_SNAPSHOT=base-1") {
+		t.Fatalf("bake output: %s", out)
+	}
+	if list, _, _ := fake.Run("snapshot", "ls", "--format", "json"); !strings.Contains(list, `"base-1"`) {
+		t.Fatalf("no snapshot: %s", list)
+	}
+	env, _, errOut = testEnv(t, t.TempDir(), "SANDBOX_HOSTS=local", "MSB_PATH="+fake.Path)
+	if code := run(context.Background(), env, []string{"bake", "--host", "ssh://x@y:22"}); code != 2 || !strings.Contains(errOut.String(), "not in SANDBOX_HOSTS") {
+		t.Fatalf("unknown host: %d %s", code, errOut)
 	}
 }
 
 func TestHelp(t *testing.T) {
-	for _, args := range [][]string{{"--help"}, {"serve", "--help"}, {"migrate", "-h"}, {"doctor", "--help"}, {"version", "--help"}} {
+	for _, args := range [][]string{{"--help"}, {"serve", "--help"}, {"migrate", "-h"}, {"doctor", "--help"}, {"bake", "--help"}, {"version", "--help"}} {
 		env, out, errOut := testEnv(t, t.TempDir())
 		if code := run(context.Background(), env, args); code != 0 {
 			t.Errorf("%v: exit %d", args, code)

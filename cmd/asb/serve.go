@@ -11,6 +11,7 @@ import (
 	"time"
 
 	"github.com/asb-dev/asb/app"
+	"github.com/asb-dev/asb/sandbox"
 	"github.com/asb-dev/asb/web"
 )
 
@@ -61,6 +62,16 @@ func runServe(ctx context.Context, env *environment, args []string) int {
 		return 1
 	}
 	defer closeHosts(hosts)
+	hostsReady := hostsCheck(cfg, hosts)
+	var fleet *sandbox.Fleet
+	if len(hosts) > 0 {
+		fleet, err = newFleet(cfg, store, hosts, log.With("component", "sandbox"))
+		if err != nil {
+			log.Error("cannot set up sandbox hosts", "err", err)
+			return 1
+		}
+		hostsReady = fleetCheck(fleet)
+	}
 	reason := "no sandbox host configured: set SANDBOX_HOSTS"
 	if len(hosts) > 0 {
 		reason = "the sandbox driver for the configured hosts is not available in this build"
@@ -84,7 +95,7 @@ func runServe(ctx context.Context, env *environment, args []string) int {
 		Logger:  log.With("component", "http"),
 		Checks: []web.Check{
 			{Name: "database", Required: true, Err: store.Ping},
-			{Name: "sandbox_hosts", Required: true, Err: hostsCheck(cfg, hosts)},
+			{Name: "sandbox_hosts", Required: true, Err: hostsReady},
 			{Name: "github_app", Err: func(context.Context) error {
 				if cfg.GitHub.AppID == 0 {
 					return errors.New("no GitHub App configured: set GITHUB_APP_ID and GITHUB_APP_PRIVATE_KEY_FILE (see docs/configuration.md)")
@@ -111,6 +122,13 @@ func runServe(ctx context.Context, env *environment, args []string) int {
 	svcCtx, stopSvc := context.WithCancel(context.WithoutCancel(ctx))
 	svcDone := make(chan error, 1)
 	go func() { svcDone <- svc.Run(svcCtx) }()
+	fleetDone := make(chan error, 1)
+	if fleet != nil {
+		// Probe, reconcile and keep the warm pool filled in the background.
+		go func() { fleetDone <- fleet.Run(svcCtx) }()
+	} else {
+		fleetDone <- nil
+	}
 	srvDone := make(chan error, 1)
 	go func() { srvDone <- srv.Serve(ln) }()
 	if strings.HasSuffix(cfg.PublicURL, ":0") {
@@ -137,6 +155,10 @@ func runServe(ctx context.Context, env *environment, args []string) int {
 	stopSvc()
 	if err := <-svcDone; err != nil {
 		log.Error("scheduler", "err", err)
+		code = 1
+	}
+	if err := <-fleetDone; err != nil {
+		log.Error("sandbox hosts", "err", err)
 		code = 1
 	}
 	log.Info("stopped")
