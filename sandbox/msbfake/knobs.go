@@ -4,7 +4,6 @@ import (
 	"bufio"
 	"fmt"
 	"os"
-	"path"
 	"path/filepath"
 	"strings"
 	"time"
@@ -115,12 +114,33 @@ func (k *knobs) matches(name string, candidates ...string) bool {
 			continue
 		}
 		for _, c := range candidates {
-			if ok, _ := path.Match(pat, c); ok || pat == c {
+			if globMatch(pat, c) {
 				return true
 			}
 		}
 	}
 	return false
+}
+
+// globMatch matches s against a pattern where `*` stands for any run of
+// characters (slashes included, so `ghcr.io/*` matches whole references) and
+// `?` for one character.
+func globMatch(pat, s string) bool {
+	if pat == "" {
+		return s == ""
+	}
+	switch pat[0] {
+	case '*':
+		for i := 0; i <= len(s); i++ {
+			if globMatch(pat[1:], s[i:]) {
+				return true
+			}
+		}
+		return false
+	case '?':
+		return s != "" && globMatch(pat[1:], s[1:])
+	}
+	return s != "" && s[0] == pat[0] && globMatch(pat[1:], s[1:])
 }
 
 func (k *knobs) enabled(name string) bool {

@@ -7,10 +7,12 @@
 //
 // # Host requirements
 //
-// Debian packages `bubblewrap` (bwrap) and `util-linux` (nsenter). Both are
-// looked up on PATH. The fake runs as root; as another user it adds
-// --unshare-user to bwrap and --user to nsenter (needs unprivileged user
-// namespaces).
+// Debian packages `bubblewrap` (bwrap) and `util-linux` (nsenter), found on
+// PATH, and Linux ≥5.6 (openat2). Normally run as root; as another user the
+// fake adds --unshare-user to bwrap and --user --preserve-credentials to
+// nsenter (needs unprivileged user namespaces). It needs no TTY and reads
+// stdin only for exec/attached run, so `ssh host msb … </dev/null` (or a
+// closed stdin) works.
 //
 // # State
 //
@@ -19,33 +21,41 @@
 //	fake-state.json          sandboxes, the image pull cache, snapshots
 //	fake-state.lock          flock(2) guard: one invocation mutates state at a time
 //	fake-knobs.env           optional KEY=VALUE lines, same names as the env knobs
-//	sandboxes/<name>/root    the guest root: mounted as / inside the box
-//	sandboxes/<name>/logs    startup.log (stdout+stderr of the box's pid 1 command)
-//	snapshots/<snap>/        manifest.json and root/ (a copy of the guest root)
+//	sandboxes/<name>/root    the guest root, mounted as / inside the box
+//	sandboxes/<name>/logs    startup.log (output of the box's startup command)
+//	snapshots/<snap>/root    a copy of the source box's guest root
 //	volumes/<name>/          named volumes (-v NAME:/dest)
+//	tmp/                     unlinked buffers for exec stdin/stdout/stderr
 //
 // # Boxes
 //
 // A running box is one long-lived `bwrap --bind ROOT / --ro-bind /usr /usr
-// --ro-bind /etc /etc --proc /proc --dev /dev --tmpfs /tmp --unshare-pid
-// --unshare-uts --unshare-ipc ... CMD` started in its own session, where CMD
-// is `sleep infinity` for idle boxes or the `run -d -- CMD` startup command
-// (when it exits the box becomes Stopped, as in msb ≥0.6.7). So /workspace,
-// /root (HOME) and every other writable path land in the guest root, /usr and
-// /etc are the host's (read-only), /tmp is private. `exec` enters the box
-// with `nsenter --target <ns init> --mount --pid --uts --ipc --root` and runs
-// a tiny helper (this same binary, passed as an inherited fd) that chdirs,
-// looks the command up on the guest PATH and execve(2)s it directly: no shell
-// is involved unless argv[0] is one. Processes started by an exec (for
-// example `sh -c 'nohup agent &'`) keep running after the exec returns;
-// `stop`/`rm` kill the namespace's init, which takes every box process with
-// it. `cp` and `--copy-dir` work on the guest filesystem from the host side
-// (openat2 RESOLVE_IN_ROOT, so guest symlinks cannot escape).
+// --ro-bind /etc /etc --proc /proc --dev /dev --unshare-pid --unshare-uts
+// --unshare-ipc --hostname NAME … CMD` in its own session. CMD is `sleep
+// infinity` for an idle box (create, start, exec on a stopped box) or, for
+// `run -d`, the startup command under a small supervisor that records its
+// end: when it exits the box becomes Stopped, as in msb ≥0.6.7. /workspace,
+// /root (HOME), /tmp and every other writable path are in the guest root
+// (private to the box, kept across stop/start); /usr and /etc are the
+// host's, read-only. `--no-net`/`--net none` add --unshare-net; other
+// network policy is validated and stored, not enforced. `-v` binds are real.
 //
-// Killed box processes are re-parented to PID 1 (or to the nearest child
-// subreaper) and must be reaped there: on a host whose PID 1 does not reap,
-// they stay as zombies. The tests in this package make themselves a child
-// subreaper for that reason.
+// `exec` enters the box with `nsenter --target <ns init> --mount --pid --uts
+// --ipc --root` and runs a helper (this same binary, passed as an inherited
+// fd, so nothing is added to the guest) that chdirs, resolves the command on
+// the guest PATH and execve(2)s it: no shell is involved unless argv[0] is
+// one, and spawn failures are told apart from guest exit codes. Processes an
+// exec leaves behind (`sh -c 'nohup agent &'`) keep running after it
+// returns; `stop`/`rm` SIGKILL the namespace's init, which takes every box
+// process with it. `--timeout` (or SIGINT/SIGTERM/SIGHUP to msb) kills the
+// command's process group. `cp` and `--copy-dir` work on the guest
+// filesystem from the host side through openat2 RESOLVE_IN_ROOT, so guest
+// symlinks cannot reach host files.
+//
+// Killed box processes are re-parented to PID 1 (or the nearest child
+// subreaper) and are reaped there; on a host whose PID 1 reaps late or never
+// they linger as zombies. The tests in this package make themselves a child
+// subreaper and reap them.
 //
 // # Pre-caching images
 //
@@ -71,7 +81,8 @@
 //	                                starts (counts against --timeout)
 //	FAKE_MSB_DOCTOR_FAIL=1          `msb doctor` reports a missing /dev/kvm, exit 1
 //
-// GLOBS is a comma-separated list of path.Match patterns; `*` matches all.
+// GLOBS is a comma-separated list of patterns where `*` matches any run of
+// characters (including `/`) and `?` one character; `*` alone matches all.
 //
 // Every invocation first sweeps the running boxes: a box whose runtime died
 // becomes Crashed (Stopped if its startup command finished), an idle box
@@ -90,12 +101,19 @@ import (
 // msbVersion is the version this fake imitates.
 const msbVersion = "0.6.9"
 
-// guestExecArg is the hidden argv[1] of the in-guest exec helper.
-const guestExecArg = "__msbfake-guest-exec"
+// Hidden argv[1] values of the helpers this binary also serves as.
+const (
+	guestExecArg = "__msbfake-guest-exec" // in-guest exec helper (see runInBox)
+	startupArg   = "__msbfake-startup"    // supervisor of a `run -d` startup command
+)
 
 func main() {
 	if len(os.Args) > 1 && os.Args[1] == guestExecArg {
 		guestExecMain(os.Args[2:])
+		return
+	}
+	if len(os.Args) > 1 && os.Args[1] == startupArg {
+		startupMain(os.Args[2:])
 		return
 	}
 	ensureStdFDs()

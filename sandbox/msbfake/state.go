@@ -90,6 +90,7 @@ type Runtime struct {
 	InitPid    int    `json:"init_pid"` // pid 1 of the box's pid namespace
 	InitStart  uint64 `json:"init_start"`
 	StartupCmd bool   `json:"startup_cmd"` // pid 2 is a `run -d` command, not `sleep infinity`
+	OwnNet     bool   `json:"own_net"`     // the box has its own (empty) network namespace
 }
 
 // Lease marks an exec or cp in flight (idle timers must not fire).
@@ -303,26 +304,28 @@ func (a *app) sweep() {
 			continue
 		}
 		a.pruneLeases(b)
-		switch {
-		case a.knobs.matches(knobCrash, b.Name):
+		if status, reason := a.verdict(b); status != "" {
 			a.killRuntime(b)
-			a.markDown(b, statusCrashed, "crash knob")
-		case !a.runtimeAlive(b):
-			if b.Runtime != nil && b.Runtime.StartupCmd {
-				a.killRuntime(b)
-				a.markDown(b, statusStopped, "completed")
-			} else {
-				a.killRuntime(b)
-				a.markDown(b, statusCrashed, "runtime died")
-			}
-		case expired(b.StartedAt, b.Config.MaxDurationSecs, a.now):
-			a.killRuntime(b)
-			a.markDown(b, statusStopped, "max duration")
-		case len(b.Execs) == 0 && expired(b.LastActivityAt, b.Config.IdleTimeoutSecs, a.now):
-			a.killRuntime(b)
-			a.markDown(b, statusStopped, "idle timeout")
+			a.markDown(b, status, reason)
 		}
 	}
+}
+
+// verdict decides whether a Running box must go down now, and to what state.
+func (a *app) verdict(b *Sandbox) (status, reason string) {
+	switch {
+	case a.knobs.matches(knobCrash, b.Name):
+		return statusCrashed, "crash knob"
+	case !a.runtimeAlive(b) && b.Runtime != nil && b.Runtime.StartupCmd && a.startupFinished(b.Name):
+		return statusStopped, "completed"
+	case !a.runtimeAlive(b):
+		return statusCrashed, "runtime died"
+	case expired(b.StartedAt, b.Config.MaxDurationSecs, a.now):
+		return statusStopped, "max duration"
+	case len(b.Execs) == 0 && expired(b.LastActivityAt, b.Config.IdleTimeoutSecs, a.now):
+		return statusStopped, "idle timeout"
+	}
+	return "", ""
 }
 
 func expired(since *time.Time, limit *uint64, now time.Time) bool {
