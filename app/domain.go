@@ -128,6 +128,8 @@ type Session struct {
 	// AgentSessionID is the agent's own conversation id (Claude Code's
 	// session_id from the init event), used with --resume.
 	AgentSessionID string `json:"agent_session_id,omitempty"`
+	// AskSessionID is the read-only co-pilot's thread in this box.
+	AskSessionID string `json:"ask_session_id,omitempty"`
 	// AllowDomains are extra egress domains for this session's box.
 	AllowDomains []string  `json:"allow_domains,omitempty"`
 	Pinned       bool      `json:"pinned"`

@@ -19,6 +19,8 @@ const (
 	EventRunState       EventType = "run.state"
 	EventRunQuestion    EventType = "run.question"
 	EventRunAnswered    EventType = "run.answered"
+	// EventAsk records one co-pilot question and its answer.
+	EventAsk EventType = "ask"
 	// EventAgent carries one record of the agent's own event stream
 	// (a Claude Code stream-json line) as Data, unchanged.
 	EventAgent EventType = "agent"
@@ -56,6 +58,14 @@ type QuestionData struct {
 	Text       string `json:"text,omitempty"`
 	Answer     string `json:"answer,omitempty"`
 	AnsweredBy string `json:"answered_by,omitempty"`
+}
+
+// AskData is the Data of EventAsk.
+type AskData struct {
+	Question string `json:"question"`
+	Answer   string `json:"answer"`
+	AskedBy  string `json:"asked_by,omitempty"`
+	TimedOut bool   `json:"timed_out,omitempty"`
 }
 
 // SessionData is the Data of session events.

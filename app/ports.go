@@ -2,6 +2,7 @@ package app
 
 import (
 	"context"
+	"io"
 	"time"
 )
 
@@ -126,6 +127,38 @@ type Sandbox interface {
 	Kill(ctx context.Context, box BoxRef, turn TurnRef) error
 	// Remove destroys the box. Removing a box that is gone is not an error.
 	Remove(ctx context.Context, box BoxRef) error
+	// Ask runs one read-only co-pilot turn in the box's ask lane and
+	// returns its answer. It never pauses or touches the driver's turn.
+	Ask(ctx context.Context, box BoxRef, req AskRequest) (AskAnswer, error)
+	// ListFiles lists a folder under /workspace.
+	ListFiles(ctx context.Context, box BoxRef, path string) ([]FileInfo, error)
+	// ReadFile copies at most max bytes of a file under /workspace to w.
+	ReadFile(ctx context.Context, box BoxRef, path string, max int64, w io.Writer) error
+}
+
+// AskRequest is one question to the co-pilot.
+type AskRequest struct {
+	Question string
+	// ResumeAskSession continues the co-pilot's thread; empty starts one.
+	ResumeAskSession string
+	Timeout          time.Duration
+}
+
+// AskAnswer is the co-pilot's reply.
+type AskAnswer struct {
+	Answer string `json:"answer"`
+	// AgentSessionID is the co-pilot thread, for follow-up asks.
+	AgentSessionID string `json:"-"`
+	TimedOut       bool   `json:"timed_out,omitempty"`
+}
+
+// FileInfo describes one entry of a listed folder.
+type FileInfo struct {
+	Name    string    `json:"name"`
+	Path    string    `json:"path"`
+	Dir     bool      `json:"dir"`
+	Size    int64     `json:"size"`
+	ModTime time.Time `json:"mod_time,omitzero"`
 }
 
 // BoxSpec describes the box a session needs.
@@ -167,7 +200,8 @@ type Progress struct {
 	ExitCode int
 	// Question is the pending question file's content, if any.
 	Question string
-	// Result is the agent's final result record, once seen.
+	// Result is the agent's final result record. It is reported only by
+	// the poll whose Records contain it, so it is never counted twice.
 	Result *AgentResult
 }
 

@@ -22,6 +22,8 @@ type Config struct {
 	// MaxActiveRuns caps runs that are starting or running at once across
 	// all sessions (waiting runs hold a box but no agent process).
 	MaxActiveRuns int
+	// AskTimeout bounds one co-pilot answer.
+	AskTimeout time.Duration
 }
 
 func (c Config) withDefaults() Config {
@@ -36,6 +38,9 @@ func (c Config) withDefaults() Config {
 	}
 	if c.MaxActiveRuns <= 0 {
 		c.MaxActiveRuns = 16
+	}
+	if c.AskTimeout <= 0 {
+		c.AskTimeout = 45 * time.Second
 	}
 	return c
 }

@@ -3,7 +3,10 @@ package apptest
 import (
 	"context"
 	"fmt"
+	"io"
 	"slices"
+	"sort"
+	"strings"
 	"sync"
 	"time"
 
@@ -36,6 +39,11 @@ type FakeSandbox struct {
 	EnsureBoxErr func(spec app.BoxSpec) error
 	// Bundles returns what Collect finds; nil means nothing.
 	Bundles func(box app.BoxRef, sources []app.Source) []app.Bundle
+	// AskFn answers co-pilot questions; the default echoes the question.
+	AskFn func(req app.AskRequest) (app.AskAnswer, error)
+	// Files maps a workspace path to its content; a folder lists the
+	// entries under it.
+	Files map[string]string
 
 	mu       sync.Mutex
 	boxes    map[app.SessionID]app.BoxRef
@@ -174,6 +182,54 @@ func (f *FakeSandbox) Remove(ctx context.Context, box app.BoxRef) error {
 	}
 	f.removed = append(f.removed, box)
 	return nil
+}
+
+func (f *FakeSandbox) Ask(ctx context.Context, box app.BoxRef, req app.AskRequest) (app.AskAnswer, error) {
+	if f.AskFn != nil {
+		return f.AskFn(req)
+	}
+	thread := req.ResumeAskSession
+	if thread == "" {
+		thread = "ask-" + box.Name
+	}
+	return app.AskAnswer{Answer: "you asked: " + req.Question, AgentSessionID: thread}, nil
+}
+
+func (f *FakeSandbox) ListFiles(ctx context.Context, box app.BoxRef, dir string) ([]app.FileInfo, error) {
+	var out []app.FileInfo
+	seen := map[string]bool{}
+	prefix := strings.TrimSuffix(dir, "/") + "/"
+	for p, content := range f.Files {
+		rest, ok := strings.CutPrefix(p, prefix)
+		if !ok {
+			continue
+		}
+		name, _, isDir := strings.Cut(rest, "/")
+		if seen[name] {
+			continue
+		}
+		seen[name] = true
+		out = append(out, app.FileInfo{Name: name, Path: prefix + name, Dir: isDir, Size: int64(len(content))})
+	}
+	if len(out) == 0 {
+		if _, ok := f.Files[dir]; !ok {
+			return nil, app.Errorf(app.ENOTFOUND, "%s does not exist", dir)
+		}
+	}
+	sort.Slice(out, func(i, j int) bool { return out[i].Name < out[j].Name })
+	return out, nil
+}
+
+func (f *FakeSandbox) ReadFile(ctx context.Context, box app.BoxRef, p string, max int64, w io.Writer) error {
+	content, ok := f.Files[p]
+	if !ok {
+		return app.Errorf(app.ENOTFOUND, "%s does not exist", p)
+	}
+	if int64(len(content)) > max {
+		return app.Errorf(app.ETOOLARGE, "%s is %d bytes; the limit is %d", p, len(content), max)
+	}
+	_, err := io.WriteString(w, content)
+	return err
 }
 
 // Launches returns every distinct turn launched, in order.

@@ -96,6 +96,7 @@ type sessionRow struct {
 	BoxHost        string `db:"box_host"`
 	BoxName        string `db:"box_name"`
 	AgentSessionID string `db:"agent_session_id"`
+	AskSessionID   string `db:"ask_session_id"`
 	AllowDomains   string `db:"allow_domains"`
 	Pinned         bool   `db:"pinned"`
 	CreatedAt      string `db:"created_at"`
@@ -103,13 +104,13 @@ type sessionRow struct {
 	ClosedAt       string `db:"closed_at"`
 }
 
-const sessionCols = `id, owner, state, title, origin, sources, thread_key, box_host, box_name, agent_session_id, allow_domains, pinned, created_at, updated_at, closed_at`
+const sessionCols = `id, owner, state, title, origin, sources, thread_key, box_host, box_name, agent_session_id, ask_session_id, allow_domains, pinned, created_at, updated_at, closed_at`
 
 func (r sessionRow) session() (app.Session, error) {
 	s := app.Session{
 		ID: app.SessionID(r.ID), Owner: app.AccountID(r.Owner), State: app.SessionState(r.State),
 		Title: r.Title, ThreadKey: r.ThreadKey, Box: app.BoxRef{Host: r.BoxHost, Name: r.BoxName},
-		AgentSessionID: r.AgentSessionID, Pinned: r.Pinned,
+		AgentSessionID: r.AgentSessionID, AskSessionID: r.AskSessionID, Pinned: r.Pinned,
 		CreatedAt: parseTime(r.CreatedAt), UpdatedAt: parseTime(r.UpdatedAt), ClosedAt: parseTime(r.ClosedAt),
 	}
 	if err := errors.Join(fromJSON(r.Origin, &s.Origin), fromJSON(r.Sources, &s.Sources), fromJSON(r.AllowDomains, &s.AllowDomains)); err != nil {
@@ -128,7 +129,7 @@ func sessionArgs(s *app.Session) []any {
 		domains = []string{}
 	}
 	return []any{string(s.ID), string(s.Owner), string(s.State), s.Title, toJSON(s.Origin), toJSON(sources),
-		s.ThreadKey, s.Box.Host, s.Box.Name, s.AgentSessionID, toJSON(domains), s.Pinned,
+		s.ThreadKey, s.Box.Host, s.Box.Name, s.AgentSessionID, s.AskSessionID, toJSON(domains), s.Pinned,
 		fmtTime(s.CreatedAt), fmtTime(s.UpdatedAt), fmtTime(s.ClosedAt)}
 }
 
@@ -157,7 +158,7 @@ func (t *txn) ActiveSessionByThread(key string) (app.Session, bool, error) {
 }
 
 func (t *txn) InsertSession(s *app.Session) error {
-	_, err := t.exec(`INSERT INTO sessions (`+sessionCols+`) VALUES (?,?,?,?,?,?,?,?,?,?,?,?,?,?,?)`, sessionArgs(s)...)
+	_, err := t.exec(`INSERT INTO sessions (`+sessionCols+`) VALUES (?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?)`, sessionArgs(s)...)
 	if app.ErrorCode(err) == app.ECONFLICT {
 		return app.WrapError(app.ECONFLICT, err, "session %s or an active session for its thread exists", s.ID)
 	}
@@ -167,7 +168,7 @@ func (t *txn) InsertSession(s *app.Session) error {
 func (t *txn) UpdateSession(s *app.Session) error {
 	args := sessionArgs(s)
 	res, err := t.exec(`UPDATE sessions SET owner=?, state=?, title=?, origin=?, sources=?, thread_key=?, box_host=?, box_name=?,
-		agent_session_id=?, allow_domains=?, pinned=?, created_at=?, updated_at=?, closed_at=? WHERE id = ?`, append(args[1:], args[0])...)
+		agent_session_id=?, ask_session_id=?, allow_domains=?, pinned=?, created_at=?, updated_at=?, closed_at=? WHERE id = ?`, append(args[1:], args[0])...)
 	return rowsOrNotFound(res, err, "session", s.ID)
 }
 

@@ -106,6 +106,7 @@ func testSessions(t *testing.T, s app.Store) {
 		wantCode(t, tx.InsertSession(&sess), app.ECONFLICT)
 		sess.Pinned = true
 		sess.AgentSessionID = "abc"
+		sess.AskSessionID = "ask-1"
 		sess.State = app.SessionClosed
 		sess.ClosedAt = t0.Add(time.Hour)
 		if err := tx.UpdateSession(&sess); err != nil {

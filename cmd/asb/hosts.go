@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"io"
 	"log/slog"
 	"net/url"
 	"strings"
@@ -182,3 +183,12 @@ func (u unconfiguredSandbox) Collect(context.Context, app.BoxRef, []app.Source) 
 }
 func (u unconfiguredSandbox) Kill(context.Context, app.BoxRef, app.TurnRef) error { return u.err() }
 func (u unconfiguredSandbox) Remove(context.Context, app.BoxRef) error            { return u.err() }
+func (u unconfiguredSandbox) Ask(context.Context, app.BoxRef, app.AskRequest) (app.AskAnswer, error) {
+	return app.AskAnswer{}, u.err()
+}
+func (u unconfiguredSandbox) ListFiles(context.Context, app.BoxRef, string) ([]app.FileInfo, error) {
+	return nil, u.err()
+}
+func (u unconfiguredSandbox) ReadFile(context.Context, app.BoxRef, string, int64, io.Writer) error {
+	return u.err()
+}
