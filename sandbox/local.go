@@ -3,6 +3,7 @@ package sandbox
 import (
 	"context"
 	"errors"
+	"fmt"
 	"io/fs"
 	"log/slog"
 	"os/exec"
@@ -87,7 +88,7 @@ func (t *LocalTransport) Run(ctx context.Context, cmd Command) (Result, error) {
 		if ctx.Err() != nil {
 			return res, contextError(ctx, t.String())
 		}
-		return res, startError(err, prog)
+		return t.startFailure(err, cmd.Argv[0], out)
 	case ctx.Err() != nil && (err != nil || res.Signal != ""):
 		// Killed by our Cancel (or finished just as the context ended, in
 		// which case the status is ambiguous and the deadline wins).
@@ -102,12 +103,24 @@ func (t *LocalTransport) Run(ctx context.Context, cmd Command) (Result, error) {
 	return res, werr
 }
 
-func startError(err error, prog string) error {
+// startFailure reports a program that cannot be started the way a POSIX
+// shell does (exit 127 not found, 126 not executable, message on stderr),
+// because that is what the same command over SSH yields: the remote login
+// shell runs it. Callers thus see one behaviour whatever the transport.
+// Other failures (fork limits, bad working directory) stay errors.
+func (t *LocalTransport) startFailure(err error, prog string, out *outputs) (Result, error) {
+	res := Result{}
 	switch {
 	case errors.Is(err, exec.ErrNotFound), errors.Is(err, fs.ErrNotExist):
-		return app.WrapError(app.EUNAVAILABLE, err, "Program %s was not found on the local host.", prog)
-	case errors.Is(err, fs.ErrPermission):
-		return app.WrapError(app.EUNAVAILABLE, err, "Program %s is not executable on the local host.", prog)
+		res.ExitCode = 127
+		_, _ = fmt.Fprintf(out.stderr, "%s: not found\n", prog)
+	case errors.Is(err, fs.ErrPermission), errors.Is(err, syscall.ENOEXEC):
+		res.ExitCode = 126
+		_, _ = fmt.Fprintf(out.stderr, "%s: cannot execute\n", prog)
+	default:
+		return Result{ExitCode: -1}, app.WrapError(app.EUNAVAILABLE, err,
+			"Program %s could not be started on the local host.", filepath.Base(prog))
 	}
-	return app.WrapError(app.EUNAVAILABLE, err, "Program %s could not be started on the local host.", prog)
+	t.log.Debug("command not started", "program", filepath.Base(prog), "exit", res.ExitCode)
+	return res, out.fill(&res)
 }

@@ -17,9 +17,13 @@ import (
 //
 // Every element is single-quoted, even when it looks harmless: inside single
 // quotes a POSIX shell interprets nothing (no $, `, \, glob, newline or
-// comment), so the only character needing care is the quote itself, written
-// as '\'' (close, escaped quote, reopen). Quoting always also keeps a first
-// word such as `A=B` from becoming an assignment and `~x` from expanding.
+// comment), so the only character needing care is the quote itself: close
+// the quotes, add a backslash-escaped quote, reopen:
+//
+//	[echo it's $HOME]  ->  'echo' 'it'\''s' '$HOME'
+//
+// Quoting always also keeps a first word such as A=B from becoming an
+// assignment and ~x from expanding.
 //
 // The remote account's login shell must be a POSIX shell (sh, dash, bash,
 // ksh, zsh). csh/tcsh reject newlines inside quotes and fish treats \ inside
@@ -59,6 +63,7 @@ func ShellQuote(argv []string) string {
 //
 // Exit status 125 means the block was malformed or cut short.
 const envPrelude = `IFS= read -r n || exit 125
+case $n in '' | *[!0-9]*) exit 125 ;; esac
 s=
 while [ "$n" -gt 0 ]; do
 IFS= read -r l || exit 125

@@ -13,7 +13,6 @@ import (
 	"strconv"
 	"strings"
 	"sync"
-	"sync/atomic"
 	"time"
 
 	"golang.org/x/crypto/ssh"
@@ -75,6 +74,12 @@ type SSHTransport struct {
 	signer ssh.Signer
 	log    *slog.Logger
 	sem    chan struct{}
+	// cancelGrace is how long a canceled Run waits for the server to end
+	// the command before returning anyway.
+	cancelGrace time.Duration
+	// killSignal is sent on cancellation; tests change it to one the
+	// command ignores, to stand in for a server that ignores signals.
+	killSignal ssh.Signal
 
 	// ctx is canceled by Close; it aborts dials and ends every goroutine.
 	ctx    context.Context
@@ -139,6 +144,9 @@ func NewSSHTransport(cfg SSHConfig) (*SSHTransport, error) {
 		name:   "ssh://" + cfg.User + "@" + addr,
 		signer: signer,
 		sem:    make(chan struct{}, cfg.MaxSessions),
+
+		cancelGrace: 2 * time.Second,
+		killSignal:  ssh.SIGKILL,
 	}
 	t.log = logger.With("host", t.name)
 	t.ctx, t.cancel = context.WithCancel(context.Background())
@@ -188,7 +196,10 @@ func (t *SSHTransport) Close() error {
 	return nil
 }
 
-var errTransportClosed = errors.New("sandbox: transport closed")
+var (
+	errTransportClosed = errors.New("sandbox: transport closed")
+	errExecRefused     = errors.New("ssh: the server refused the exec request")
+)
 
 func (t *SSHTransport) closedError() error {
 	return app.WrapError(app.EUNAVAILABLE, errTransportClosed, "The connection to %s has been shut down.", t.name)
@@ -206,6 +217,10 @@ func (t *SSHTransport) Run(ctx context.Context, cmd Command) (Result, error) {
 		return Result{}, err
 	}
 	res := Result{ExitCode: -1}
+	// Checked first: select below picks at random among ready cases.
+	if ctx.Err() != nil {
+		return res, contextError(ctx, t.name)
+	}
 	select {
 	case t.sem <- struct{}{}:
 	case <-ctx.Done():
@@ -213,7 +228,14 @@ func (t *SSHTransport) Run(ctx context.Context, cmd Command) (Result, error) {
 	case <-t.ctx.Done():
 		return res, t.closedError()
 	}
-	defer func() { <-t.sem }()
+	// The slot is normally released on return; see the cancel path for
+	// the exception.
+	holdSlot := false
+	defer func() {
+		if !holdSlot {
+			<-t.sem
+		}
+	}()
 
 	sess, conn, err := t.openSession(ctx)
 	if err != nil {
@@ -241,8 +263,17 @@ func (t *SSHTransport) Run(ctx context.Context, cmd Command) (Result, error) {
 	}
 	defer close(stop)
 
+	if ctx.Err() != nil { // don't start what nobody waits for
+		return res, contextError(ctx, t.name)
+	}
 	start := time.Now()
 	if err := sess.Start(ShellQuote(cmd.Argv)); err != nil {
+		if strings.HasPrefix(err.Error(), "ssh: command ") {
+			// x/crypto's refusal error quotes the whole command line;
+			// keep it out of logs. A refused exec never started.
+			return res, app.WrapError(app.EUNAVAILABLE, errExecRefused,
+				"SSH host %s refused to run a command.", t.name)
+		}
 		// The exec request may have reached the server and started the
 		// command even though we saw no reply: never retry it.
 		conn.killIfBroken(err)
@@ -254,28 +285,45 @@ func (t *SSHTransport) Run(ctx context.Context, cmd Command) (Result, error) {
 	// command's process group (OpenSSH's "signal" request does killpg),
 	// then close the channel: sshd does not kill a command without a
 	// terminal when its channel closes, so the signal is what stops it.
-	var canceled atomic.Bool
-	waited := make(chan struct{})
-	watcherDone := make(chan struct{})
-	go func() {
-		defer close(watcherDone)
+	waitc := make(chan error, 1)
+	go func() { waitc <- sess.Wait() }()
+	select {
+	case err = <-waitc:
+	case <-ctx.Done():
+		_ = sess.Signal(t.killSignal)
+		_ = sess.Close()
 		select {
-		case <-ctx.Done():
-			canceled.Store(true)
-			_ = sess.Signal(ssh.SIGKILL)
-			_ = sess.Close()
-		case <-waited:
+		case <-waitc:
+		case <-time.After(t.cancelGrace):
+			// The server ignored the signal (OpenSSH before 7.9, other
+			// servers) and keeps the session until the command ends. Do
+			// not make the caller wait for that; keep the session's slot
+			// until it really ends, so MaxSessions stays honest. Close
+			// ends the wait by closing the connection.
+			t.log.Warn("remote command did not stop on a kill request; it may still run on the host", "program", prog)
+			t.mu.Lock()
+			if !t.closed { // else Close is closing the connection: wait below ends soon
+				holdSlot = true
+				t.wg.Add(1) // under mu and before closed: never races Close's Wait
+				go func() {
+					defer t.wg.Done()
+					<-waitc
+					<-t.sem
+				}()
+			}
+			t.mu.Unlock()
+			if !holdSlot {
+				<-waitc
+			}
 		}
-	}()
-	err = sess.Wait()
-	close(waited)
-	<-watcherDone
+		out.detach() // output still in flight must not reach the caller now
+		_ = out.fill(&res)
+		return res, contextError(ctx, t.name)
+	}
 
 	werr := out.fill(&res)
 	var exitErr *ssh.ExitError
 	switch {
-	case canceled.Load():
-		return res, contextError(ctx, t.name)
 	case err == nil:
 		res.ExitCode = 0
 	case errors.As(err, &exitErr):
@@ -312,15 +360,18 @@ func (s stoppableReader) Read(p []byte) (int, error) {
 
 // maxRejections bounds how often Run retries a session the server refused
 // for lack of room (see openSession).
-const maxRejections = 8
+const maxRejections = 10
 
 // openSession opens a session on the shared connection. Nothing has been
 // sent for the command yet, which is what makes the two retries safe:
 //   - a dead connection (the server dropped it while idle, before our
 //     watcher noticed) is replaced once;
-//   - a refusal with "administratively prohibited" or "resource shortage"
-//     means the server still counts sessions we already closed, so we wait
-//     briefly and ask again.
+//   - a refused session open means the server still counts sessions we
+//     already closed (OpenSSH frees a session a moment after it gets our
+//     channel close, and says "connect failed (open failed)"; others say
+//     "administratively prohibited" or "resource shortage"), so we wait
+//     briefly and ask again. Commands that finish together release many
+//     slots at once, which is when this happens.
 func (t *SSHTransport) openSession(ctx context.Context) (*ssh.Session, *sshConn, error) {
 	reconnected := false
 	delay := 5 * time.Millisecond
@@ -335,7 +386,7 @@ func (t *SSHTransport) openSession(ctx context.Context) (*ssh.Session, *sshConn,
 		}
 		var oce *ssh.OpenChannelError
 		switch {
-		case errors.As(err, &oce) && (oce.Reason == ssh.Prohibited || oce.Reason == ssh.ResourceShortage):
+		case errors.As(err, &oce) && oce.Reason != ssh.UnknownChannelType:
 			rejections++
 			if rejections > maxRejections {
 				return nil, nil, app.WrapError(app.EUNAVAILABLE, err,

@@ -21,9 +21,12 @@ import (
 //   - Argv is executed exactly as given: no word splitting, globbing or
 //     expansion happens on the way, whatever the transport.
 //   - A command that runs and exits non-zero is not an error: its status is
-//     in Result.ExitCode. An error means the command could not be run, was
-//     lost, or was cut short (context done); it is then an *app.Error whose
-//     message names the host but never the argv.
+//     in Result.ExitCode. A program that is missing or not executable
+//     yields 127 or 126 with a message on stderr, as a POSIX shell reports
+//     it (over SSH the remote shell does exactly that). An error means the
+//     command could not be run, was lost, or was cut short (context done);
+//     it is then an *app.Error whose message names the host but never the
+//     argv.
 //   - Context cancellation kills the command on the host, not just the wait.
 //   - A transport is safe for concurrent use. Close releases it; Run after
 //     Close fails.
@@ -140,13 +143,17 @@ func newOutputs(c Command) *outputs {
 // fill copies the captured output into res and returns the first error a
 // caller's writer reported, if any.
 func (o *outputs) fill(res *Result) error {
-	if o.capOut != nil {
-		res.Stdout = o.capOut.buf.Bytes()
-		res.Truncated = res.Truncated || o.capOut.truncated
-	}
-	if o.capErr != nil {
-		res.Stderr = o.capErr.buf.Bytes()
-		res.Truncated = res.Truncated || o.capErr.truncated
+	for _, c := range []struct {
+		b   *capBuffer
+		dst *[]byte
+	}{{o.capOut, &res.Stdout}, {o.capErr, &res.Stderr}} {
+		if c.b == nil {
+			continue
+		}
+		c.b.mu.Lock()
+		*c.dst = c.b.buf.Bytes()
+		res.Truncated = res.Truncated || c.b.truncated
+		c.b.mu.Unlock()
 	}
 	for _, g := range o.guards {
 		g.mu.Lock()
@@ -159,16 +166,41 @@ func (o *outputs) fill(res *Result) error {
 	return nil
 }
 
+// detach stops all further output from reaching the buffers and the
+// caller's writers. Run calls it before returning while a copy may still
+// be in flight (a canceled SSH command whose server ignored the kill).
+func (o *outputs) detach() {
+	for _, b := range []*capBuffer{o.capOut, o.capErr} {
+		if b != nil {
+			b.mu.Lock()
+			b.detached = true
+			b.mu.Unlock()
+		}
+	}
+	for _, g := range o.guards {
+		g.mu.Lock()
+		g.detached = true
+		g.mu.Unlock()
+	}
+}
+
 // capBuffer keeps the first max bytes and swallows the rest. It never
 // fails: a failing sink would stop the copy and leave the command blocked
 // on a full pipe or SSH window.
 type capBuffer struct {
+	mu        sync.Mutex
 	buf       bytes.Buffer
 	max       int
 	truncated bool
+	detached  bool
 }
 
 func (b *capBuffer) Write(p []byte) (int, error) {
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	if b.detached {
+		return len(p), nil
+	}
 	room := b.max - b.buf.Len()
 	switch {
 	case room >= len(p):
@@ -185,15 +217,16 @@ func (b *capBuffer) Write(p []byte) (int, error) {
 // guardedWriter forwards to a caller's writer until it fails once, then
 // discards, for the same reason as capBuffer.
 type guardedWriter struct {
-	w   io.Writer
-	mu  *sync.Mutex
-	err error
+	w        io.Writer
+	mu       *sync.Mutex
+	err      error
+	detached bool
 }
 
 func (g *guardedWriter) Write(p []byte) (int, error) {
 	g.mu.Lock()
 	defer g.mu.Unlock()
-	if g.err == nil {
+	if g.err == nil && !g.detached {
 		if _, err := g.w.Write(p); err != nil {
 			g.err = err
 		}

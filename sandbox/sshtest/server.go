@@ -6,6 +6,7 @@ import (
 	"net"
 	"os/exec"
 	"path/filepath"
+	"strconv"
 	"strings"
 	"sync"
 	"sync/atomic"
@@ -21,6 +22,9 @@ type ServerOptions struct {
 	// on one connection, with "administratively prohibited" as OpenSSH
 	// does. 0 means no limit.
 	MaxSessions int
+	// ExtraHostKeys are offered besides HostKey (which stays the only key
+	// in KnownHostsFile), to test host key algorithm negotiation.
+	ExtraHostKeys []ssh.Signer
 }
 
 // Server is an in-process SSH server on 127.0.0.1 built on
@@ -44,8 +48,9 @@ type Server struct {
 	closed      bool
 	accepted    int
 	commands    []string
-	open        int // sessions open on all connections right now
 	peakPerConn int
+	running     int // commands running now, all connections
+	peakRunning int
 
 	ignoreKeepalive atomic.Bool
 	dropOnOpen      atomic.Bool
@@ -74,6 +79,9 @@ func NewServer(tb testing.TB, opts ServerOptions) *Server {
 		},
 	}
 	s.cfg.AddHostKey(s.HostKey.Signer)
+	for _, k := range opts.ExtraHostKeys {
+		s.cfg.AddHostKey(k)
+	}
 	ln, err := net.Listen("tcp", "127.0.0.1:0")
 	if err != nil {
 		tb.Fatalf("sshtest: %v", err)
@@ -140,11 +148,19 @@ func (s *Server) Connections() int {
 }
 
 // PeakSessions returns the most sessions that were open at once on one
-// connection.
+// connection, as the server counts them (a session closed by the client is
+// counted until the close arrives).
 func (s *Server) PeakSessions() int {
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	return s.peakPerConn
+}
+
+// PeakCommands returns the most commands that ran at once.
+func (s *Server) PeakCommands() int {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return s.peakRunning
 }
 
 func (s *Server) serve() {
@@ -267,6 +283,8 @@ func (s *Server) session(nc net.Conn, ch ssh.Channel, reqs <-chan *ssh.Request) 
 			}
 			s.mu.Lock()
 			s.commands = append(s.commands, payload.Command)
+			s.running++
+			s.peakRunning = max(s.peakRunning, s.running)
 			s.mu.Unlock()
 			if s.dropAfterExec.CompareAndSwap(true, false) {
 				_ = nc.Close() // before the reply: the client cannot tell it started
@@ -280,6 +298,9 @@ func (s *Server) session(nc net.Conn, ch ssh.Channel, reqs <-chan *ssh.Request) 
 			go func() {
 				defer close(done)
 				err := cmd.Wait()
+				s.mu.Lock()
+				s.running--
+				s.mu.Unlock()
 				status := cmd.ProcessState.Sys().(syscall.WaitStatus)
 				_ = ch.CloseWrite()
 				if status.Signaled() {
@@ -333,5 +354,5 @@ func unixSignalName(sig syscall.Signal) string {
 			return name
 		}
 	}
-	return "SIG" + sig.String()
+	return "SIG" + strconv.Itoa(int(sig))
 }
