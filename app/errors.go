@@ -3,6 +3,7 @@ package app
 import (
 	"errors"
 	"fmt"
+	"strings"
 )
 
 // Error codes. The set is deliberately small: each surface maps a code to
@@ -22,7 +23,7 @@ const (
 
 // Error is the one error type that crosses the core's boundary to a
 // surface. Message is safe to show to the caller: it never carries a
-// secret, an argv or a path on the controller.
+// secret or an argv.
 type Error struct {
 	Code    string
 	Message string
@@ -32,7 +33,9 @@ type Error struct {
 
 func (e *Error) Error() string {
 	if e.Err != nil {
-		return fmt.Sprintf("%s: %s: %v", e.Code, e.Message, e.Err)
+		if cause := e.Err.Error(); !strings.Contains(e.Message, cause) {
+			return fmt.Sprintf("%s: %s: %s", e.Code, e.Message, cause)
+		}
 	}
 	return fmt.Sprintf("%s: %s", e.Code, e.Message)
 }

@@ -284,7 +284,13 @@ func checkRoundTrip(t *testing.T, m *sandbox.MSB, fake *msbtest.Host, box string
 		t.Errorf("stdin: got %q (%v)", res.Stdout, err)
 	}
 	// File names: copied in and listed back.
-	src := t.TempDir()
+	// Not t.TempDir(): its parent is private, and over SSH msb runs as
+	// another user.
+	src, err := os.MkdirTemp("", "asb-copy-")
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer os.RemoveAll(src)
 	for _, name := range args {
 		if name == "" || strings.ContainsAny(name, "/\x00") {
 			continue

@@ -66,6 +66,8 @@ type Host struct {
 	// Home is its MSB_HOME.
 	Home string
 	bin  string
+	// owner, when set, is the user the fake runs as (see GiveTo).
+	owner string
 }
 
 // New makes a fresh host with the given images already pulled. Its files
@@ -104,9 +106,24 @@ func New(tb testing.TB, images ...string) *Host {
 	return h
 }
 
+// GiveTo makes the host's state owned by a user, so that the fake can run
+// as that user (an SSH test account).
+func (h *Host) GiveTo(tb testing.TB, user string) {
+	tb.Helper()
+	if out, err := exec.Command("chown", "-R", user, h.Home).CombinedOutput(); err != nil {
+		tb.Fatalf("chown %s: %v %s", h.Home, err, out)
+	}
+	// From now on the test's own calls run as that user too, or the
+	// fake's state files would change owner under the SSH account.
+	h.owner = user
+}
+
 // Run invokes the fake directly, for test set-up and assertions.
 func (h *Host) Run(args ...string) (stdout, stderr string, code int) {
 	cmd := exec.Command(h.Path, args...)
+	if h.owner != "" {
+		cmd = exec.Command("runuser", append([]string{"-u", h.owner, "--", h.Path}, args...)...)
+	}
 	var out, errb bytes.Buffer
 	cmd.Stdout, cmd.Stderr = &out, &errb
 	err := cmd.Run()
