@@ -1,7 +1,8 @@
 // Package web is asb's only HTTP composition point: the chi router, its
 // middleware (security headers, request logging, panic recovery), health,
-// readiness and Prometheus metrics, and — as later surfaces land — the
-// JSON routes, the live stream, the dashboard, the webhook and /mcp.
+// readiness and Prometheus metrics, bearer authentication, the JSON routes
+// and the live event stream (SSE), and — as later surfaces land — the
+// dashboard, the webhook and /mcp.
 package web
 
 import (
@@ -37,6 +38,31 @@ type Options struct {
 	Guidance []string
 	// Metrics, when set, is exported on /metrics.
 	Metrics *Metrics
+
+	// Authenticator identifies callers of the JSON routes and the live
+	// stream. When nil, OperatorToken is accepted as app.OperatorActor;
+	// with neither, every call is refused (401).
+	Authenticator Authenticator
+	OperatorToken string
+	// WaitTimeout bounds "wait": true on the routes that queue a run
+	// (default 50s, under the 60s many HTTP clients allow).
+	WaitTimeout time.Duration
+	// MutationsPerMinute caps POST requests per caller (default 60).
+	MutationsPerMinute int
+	// MaxBodyBytes caps a JSON request body (default 1 MiB; 413 above).
+	MaxBodyBytes int64
+	// MaxDownloadBytes caps one file download (default 50 MiB).
+	MaxDownloadBytes int64
+	// Heartbeat is the period of comment lines on /watch.sse (default 15s).
+	Heartbeat time.Duration
+	// StopStreams, when closed, ends every live stream. Close it when the
+	// server starts shutting down (http.Server.RegisterOnShutdown):
+	// Shutdown waits for open requests, and streams never end by
+	// themselves. Clients reconnect with Last-Event-ID and lose nothing.
+	StopStreams <-chan struct{}
+
+	// beforeEvent, set by tests, runs before each event is written to a stream.
+	beforeEvent func(app.Event)
 }
 
 // New returns asb's HTTP handler.
@@ -60,6 +86,11 @@ func New(o Options) http.Handler {
 	r.Get("/readyz", readyz(o))
 	if o.Metrics != nil {
 		r.Handle("/metrics", o.Metrics.Handler())
+	}
+	if o.Service != nil {
+		o.apiDefaults()
+		a := &api{svc: o.Service, log: o.Logger, o: o}
+		a.mount(r)
 	}
 	r.NotFound(func(w http.ResponseWriter, r *http.Request) {
 		writeError(w, app.Errorf(app.ENOTFOUND, "no such page: %s", r.URL.Path))

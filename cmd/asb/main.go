@@ -26,6 +26,7 @@ type command struct {
 // environment is what a subcommand may touch; tests supply their own.
 type environment struct {
 	environ []string
+	stdin   io.Reader
 	stdout  io.Writer
 	stderr  io.Writer
 	// dotenv is the .env file to read; "" means ".env" in the working directory.
@@ -40,12 +41,15 @@ func commands() []command {
 		{"migrate", "apply database migrations and exit", runMigrate},
 		{"doctor", "check the configuration, the database and the hosts, and say what to fix", runDoctor},
 		{"bake", "build the pool snapshot (agent CLI and git preinstalled) on a sandbox host", runBake},
+		{"monitor", "list the fleet of a running controller (waiting runs first)", runMonitor},
+		{"watch", "follow one session live: agent output, state changes, questions", runWatch},
+		{"ask", "ask a session's read-only co-pilot a question (or one per line from stdin)", runAsk},
 		{"version", "print the version", runVersion},
 	}
 }
 
 func main() {
-	env := &environment{environ: os.Environ(), stdout: os.Stdout, stderr: os.Stderr}
+	env := &environment{environ: os.Environ(), stdin: os.Stdin, stdout: os.Stdout, stderr: os.Stderr}
 	os.Exit(run(context.Background(), env, os.Args[1:]))
 }
 

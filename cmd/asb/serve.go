@@ -46,7 +46,7 @@ func runServe(ctx context.Context, env *environment, args []string) int {
 	if keyCreated {
 		log.Info("generated the secrets key; back it up with the database", "path", keyFile)
 	}
-	_, tokenFile, tokenCreated, err := operatorToken(cfg, true)
+	token, tokenFile, tokenCreated, err := operatorToken(cfg, true)
 	if err != nil {
 		log.Error("cannot set up the operator token", "err", err)
 		return 1
@@ -90,6 +90,8 @@ func runServe(ctx context.Context, env *environment, args []string) int {
 	for _, g := range guidance {
 		log.Warn("not configured yet", "what", g)
 	}
+	// Closed at shutdown so live streams end instead of holding it up.
+	stopStreams := make(chan struct{})
 	handler := web.New(web.Options{
 		Service: svc,
 		Logger:  log.With("component", "http"),
@@ -103,8 +105,12 @@ func runServe(ctx context.Context, env *environment, args []string) int {
 				return nil
 			}},
 		},
-		Guidance: guidance,
-		Metrics:  web.NewMetrics(svc),
+		Guidance:           guidance,
+		Metrics:            web.NewMetrics(svc),
+		OperatorToken:      token,
+		WaitTimeout:        cfg.Agent.WaitTimeout,
+		MutationsPerMinute: cfg.Auth.MutationsPerMinute,
+		StopStreams:        stopStreams,
 	})
 
 	ln, err := net.Listen("tcp", cfg.Addr)
@@ -119,6 +125,7 @@ func runServe(ctx context.Context, env *environment, args []string) int {
 		// No WriteTimeout: live streams (SSE, MCP) stay open by design.
 		ErrorLog: nil,
 	}
+	srv.RegisterOnShutdown(func() { close(stopStreams) })
 	svcCtx, stopSvc := context.WithCancel(context.WithoutCancel(ctx))
 	svcDone := make(chan error, 1)
 	go func() { svcDone <- svc.Run(svcCtx) }()
