@@ -88,9 +88,10 @@ type Source struct {
 	Ref string `json:"ref,omitempty"`
 	// Dir is the folder name under /workspace; defaults to the repo's name.
 	Dir string `json:"dir"`
-	// LocalPath is a tree on the controller shipped as-is (the MCP stdio entry's
-	// working directory); never taken from a network request.
-	LocalPath string `json:"-"`
+	// LocalPath is a tree on the controller shipped as-is (the MCP stdio
+	// entry's working directory). Surfaces never take it from a network
+	// request; it is stored so a restarted controller can still ship it.
+	LocalPath string `json:"local_path,omitempty"`
 }
 
 // SessionState is the lifecycle of a session's box and conversation.
