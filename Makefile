@@ -15,9 +15,13 @@ export CGO_ENABLED := 1
 run: build
 	./$(BIN)/asb serve
 
+# asb itself, plus the static in-box hook binary for both host
+# architectures (asb installs the one matching its own into every box).
 build:
 	@mkdir -p $(BIN)
 	$(GO) build -ldflags '$(LDFLAGS)' -o $(BIN)/asb ./cmd/asb
+	CGO_ENABLED=0 GOOS=linux GOARCH=amd64 $(GO) build -trimpath -o $(BIN)/asb-hook-linux-amd64 ./cmd/asb-hook
+	CGO_ENABLED=0 GOOS=linux GOARCH=arm64 $(GO) build -trimpath -o $(BIN)/asb-hook-linux-arm64 ./cmd/asb-hook
 
 test: vet fmt-check
 	$(GO) test -race -count=1 -timeout 30m ./...

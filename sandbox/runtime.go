@@ -5,6 +5,7 @@ import (
 	"bytes"
 	"context"
 	"encoding/base64"
+	"encoding/json"
 	"fmt"
 	"io"
 	"log/slog"
@@ -695,4 +696,27 @@ cat -- "$p"`
 		return err
 	}
 	return fileError(res, p)
+}
+
+// HookSettings is Claude Code's settings.json for a box: every tool call
+// goes through the gate (no tools while a question waits; skipped in the
+// ask lane), the guard (control plane and credentials), and, in the ask
+// lane only, the read-only hook.
+func HookSettings() string {
+	hook := func(mode string) map[string]string {
+		return map[string]string{"type": "command", "command": inbox.HookBinary + " " + mode}
+	}
+	settings := map[string]any{
+		"hooks": map[string]any{
+			"PreToolUse": []any{map[string]any{
+				"matcher": "*",
+				"hooks":   []any{hook("gate"), hook("guard"), hook("ro")},
+			}},
+		},
+	}
+	b, err := json.MarshalIndent(settings, "", "  ")
+	if err != nil {
+		panic(err) // a literal map
+	}
+	return string(b)
 }

@@ -7,6 +7,9 @@ import (
 	"io"
 	"log/slog"
 	"net/url"
+	"os"
+	"path/filepath"
+	"runtime"
 	"strings"
 	"time"
 
@@ -139,6 +142,56 @@ func newFleet(cfg *config.Config, store app.Store, hosts []host, log *slog.Logge
 			Egress: egress(cfg), PoolSize: cfg.Sandbox.PoolSize,
 		},
 	})
+}
+
+// newSandbox runs agents in the fleet's boxes as configured.
+func newSandbox(cfg *config.Config, env *environment, fleet *sandbox.Fleet, log *slog.Logger) *sandbox.Sandbox {
+	rc := sandbox.RuntimeConfig{
+		AgentCommand: cfg.Agent.Command,
+		Model:        cfg.Agent.Model,
+		AskModel:     cfg.Agent.AskModel,
+		AgentEnv:     map[string]string{},
+		AgentSecrets: map[string]string{},
+		BundleDir:    filepath.Join(cfg.DataDir, "bundles"),
+	}
+	if cfg.Agent.AnthropicBaseURL != "" {
+		rc.AgentEnv["ANTHROPIC_BASE_URL"] = cfg.Agent.AnthropicBaseURL
+	}
+	if cfg.Agent.Model != "" {
+		rc.AgentEnv["ANTHROPIC_MODEL"] = cfg.Agent.Model
+	}
+	if cfg.Agent.AnthropicAPIKey.IsSet() {
+		rc.AgentSecrets["ANTHROPIC_API_KEY"] = cfg.Agent.AnthropicAPIKey.Reveal()
+	}
+	if cfg.Agent.NPMToken.IsSet() {
+		rc.AgentSecrets["NPM_TOKEN"] = cfg.Agent.NPMToken.Reveal()
+	}
+	if hook := findHookBinary(env); hook != "" {
+		rc.HookBinary = hook
+		rc.HookSettings = sandbox.HookSettings()
+	} else {
+		log.Warn("the asb-hook binary was not found next to asb (run make build): boxes run without the gate and guard hooks")
+	}
+	return sandbox.New(fleet, rc, log)
+}
+
+// findHookBinary looks for the Linux asb-hook build that make build puts
+// next to asb.
+func findHookBinary(env *environment) string {
+	if env.hookBinary != "" {
+		return env.hookBinary
+	}
+	exe, err := os.Executable()
+	if err != nil {
+		return ""
+	}
+	for _, name := range []string{"asb-hook-linux-" + runtime.GOARCH, "asb-hook"} {
+		p := filepath.Join(filepath.Dir(exe), name)
+		if fi, err := os.Stat(p); err == nil && fi.Mode().IsRegular() {
+			return p
+		}
+	}
+	return ""
 }
 
 // fleetCheck is the readiness check once a fleet runs: at least one host

@@ -33,6 +33,8 @@ type environment struct {
 	dotenv string
 	// ready, when set, receives the listening address once serve accepts requests.
 	ready chan<- string
+	// hookBinary overrides where serve finds the asb-hook binary (tests).
+	hookBinary string
 }
 
 func commands() []command {

@@ -72,13 +72,13 @@ func runServe(ctx context.Context, env *environment, args []string) int {
 		}
 		hostsReady = fleetCheck(fleet)
 	}
-	reason := "no sandbox host configured: set SANDBOX_HOSTS"
-	if len(hosts) > 0 {
-		reason = "the sandbox driver for the configured hosts is not available in this build"
+	var boxes app.Sandbox = unconfiguredSandbox{reason: "no sandbox host configured: set SANDBOX_HOSTS"}
+	if fleet != nil {
+		boxes = newSandbox(cfg, env, fleet, log.With("component", "sandbox"))
 	}
 	svc := app.NewService(app.Deps{
-		Store: store, Sandbox: unconfiguredSandbox{reason: reason}, Logger: log.With("component", "core"),
-	}, app.Config{WaitTimeout: cfg.Agent.WaitTimeout})
+		Store: store, Sandbox: boxes, Logger: log.With("component", "core"),
+	}, app.Config{WaitTimeout: cfg.Agent.WaitTimeout, AskTimeout: cfg.Agent.AskTimeout})
 
 	var guidance []string
 	for _, g := range cfg.Unconfigured() {
