@@ -316,3 +316,57 @@ func TestRunReattachesAfterControllerCrash(t *testing.T) {
 }
 
 func jsonEqual(a, b string) bool { return strings.TrimSpace(a) == strings.TrimSpace(b) }
+
+// The co-pilot answers while the driver keeps working, in its own lane,
+// and follow-up asks continue its thread.
+func TestAskLaneRunsBesideTheDriver(t *testing.T) {
+	fake := msbtest.New(t, "node")
+	e := newE2E(t, filepath.Join(t.TempDir(), "asb.sqlite"), fake)
+	d, err := e.svc.Delegate(e.ctx, app.DelegateRequest{Task: "#!asb-script\nsay working\nsleep 3s\nsay driver done"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	e.wait(t, d.Run.ID, app.StateRunning)
+	for {
+		v, _ := e.svc.Session(e.ctx, d.Session.ID)
+		if v.Session.AgentSessionID != "" {
+			break
+		}
+		time.Sleep(10 * time.Millisecond)
+	}
+	ans, err := e.svc.Ask(e.ctx, d.Session.ID, "#!asb-script\nrun pwd\nenv ASK_LANE\nsay the driver is working", false)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if !strings.Contains(ans.Answer, "the driver is working") || ans.TimedOut {
+		t.Fatalf("answer = %+v", ans)
+	}
+	// The driver was not paused: it is still running its own turn.
+	if r := e.wait(t, d.Run.ID, app.StateRunning); r.Turn != 1 {
+		t.Fatalf("driver turn changed: %+v", r)
+	}
+	v, _ := e.svc.Session(e.ctx, d.Session.ID)
+	if v.Session.AskSessionID == "" || v.Session.AskSessionID == v.Session.AgentSessionID {
+		t.Fatalf("co-pilot thread %q vs driver %q", v.Session.AskSessionID, v.Session.AgentSessionID)
+	}
+	// The co-pilot ran in /ask with ASK_LANE set; its record is an event.
+	evs, _ := e.svc.Events(e.ctx, d.Session.ID, 0, 1000)
+	var asked bool
+	for _, ev := range evs {
+		if ev.Type == app.EventAsk {
+			asked = true
+		}
+	}
+	if !asked {
+		t.Fatal("no ask event")
+	}
+	ans2, err := e.svc.Ask(e.ctx, d.Session.ID, "and now?", false)
+	if err != nil || ans2.Answer == "" {
+		t.Fatalf("second ask: %+v %v", ans2, err)
+	}
+	v2, _ := e.svc.Session(e.ctx, d.Session.ID)
+	if v2.Session.AskSessionID != v.Session.AskSessionID {
+		t.Fatalf("follow-up ask started a new thread: %s → %s", v.Session.AskSessionID, v2.Session.AskSessionID)
+	}
+	e.wait(t, d.Run.ID, app.StateDone)
+}
