@@ -10,53 +10,23 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
-	"runtime"
 	"strings"
-	"sync"
 	"testing"
-)
 
-var (
-	buildOnce sync.Once
-	binPath   string
-	buildErr  error
+	"github.com/asb-dev/asb/internal/testbin"
 )
 
 // Binary returns the fake msb, built once per test process.
 func Binary(tb testing.TB) string {
 	tb.Helper()
-	buildOnce.Do(func() {
-		if _, err := exec.LookPath("bwrap"); err != nil {
-			buildErr = fmt.Errorf("bwrap is missing (apt-get install bubblewrap): the fake msb isolates boxes with it")
-			return
+	if _, err := exec.LookPath("bwrap"); err != nil {
+		msg := "bwrap is missing (apt-get install bubblewrap): the fake msb isolates boxes with it"
+		if os.Getenv("CI") == "" {
+			tb.Skip(msg)
 		}
-		_, file, _, _ := runtime.Caller(0)
-		src := filepath.Join(filepath.Dir(file), "..", "msbfake")
-		dir, err := os.MkdirTemp("", "asb-msbfake-")
-		if err != nil {
-			buildErr = err
-			return
-		}
-		// Other users (the SSH test account) must be able to run it.
-		if err := os.Chmod(dir, 0o755); err != nil {
-			buildErr = err
-			return
-		}
-		binPath = filepath.Join(dir, "msb")
-		cmd := exec.Command("go", "build", "-o", binPath, ".")
-		cmd.Dir = src
-		cmd.Env = append(os.Environ(), "CGO_ENABLED=0")
-		if out, err := cmd.CombinedOutput(); err != nil {
-			buildErr = fmt.Errorf("build fake msb: %v\n%s", err, out)
-		}
-	})
-	if buildErr != nil {
-		if os.Getenv("CI") == "" && strings.Contains(buildErr.Error(), "bwrap is missing") {
-			tb.Skip(buildErr.Error())
-		}
-		tb.Fatal(buildErr)
+		tb.Fatal(msg)
 	}
-	return binPath
+	return testbin.Build(tb, "./sandbox/msbfake", "msb")
 }
 
 // Host is one fake msb host.
