@@ -703,8 +703,8 @@ cat -- "$p"`
 // ask lane), the guard (control plane and credentials), and, in the ask
 // lane only, the read-only hook.
 func HookSettings() string {
-	hook := func(mode string) map[string]string {
-		return map[string]string{"type": "command", "command": inbox.HookBinary + " " + mode}
+	hook := func(mode string) map[string]any {
+		return map[string]any{"type": "command", "command": inbox.HookBinary + " " + mode, "timeout": 30}
 	}
 	settings := map[string]any{
 		"hooks": map[string]any{

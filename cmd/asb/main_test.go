@@ -53,7 +53,13 @@ func startServe(t *testing.T, env *environment) (string, func() int) {
 	go func() { done <- run(ctx, env, []string{"serve"}) }()
 	select {
 	case addr := <-ready:
-		return addr, func() int { cancel(); return <-done }
+		var once sync.Once
+		var code int
+		// Safe to call twice (an explicit stop and a deferred one).
+		return addr, func() int {
+			once.Do(func() { cancel(); code = <-done })
+			return code
+		}
 	case code := <-done:
 		cancel()
 		t.Fatalf("serve exited with %d before listening:\n%s", code, env.stderr)
