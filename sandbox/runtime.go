@@ -310,10 +310,16 @@ func turnInput(env ...map[string]string) func(prompt string) io.Reader {
 	}
 }
 
-// Launch starts a driver turn detached in the box.
+// Launch starts a driver turn detached in the box. A box that stopped
+// while its run waited for an answer is started first: an exec into a
+// stopped box would boot it only for the exec and stop it again, taking
+// the detached agent with it.
 func (s *Sandbox) Launch(ctx context.Context, box app.BoxRef, t app.Turn) error {
 	m, err := s.msb(box)
 	if err != nil {
+		return err
+	}
+	if err := s.fleet.ensureRunning(ctx, s.fleet.host(box.Host), box.Name); err != nil {
 		return err
 	}
 	for k := range t.Secrets {

@@ -151,6 +151,10 @@ func TestAgentRunsEndToEndInABox(t *testing.T) {
 	if v.Session.AgentSessionID == "" || v.Session.Box.IsZero() {
 		t.Fatalf("session after first turn: %+v", v.Session)
 	}
+	// The box idle-stops while the question waits; the answer starts it again.
+	if _, stderr, code := fake.Run("stop", v.Session.Box.Name); code != 0 {
+		t.Fatal(stderr)
+	}
 	const secret = "hunter2-one-step-secret"
 	if _, err := e.svc.Answer(e.ctx, d.Session.ID, "yes, loud", map[string]string{"DB_PASSWORD": secret}); err != nil {
 		t.Fatal(err)
