@@ -293,3 +293,108 @@ func TestEndToEndOverSSH(t *testing.T) {
 		}
 	}
 }
+
+// TestSIGKILLMidRunLosesNothing kills the controller process with SIGKILL
+// while the agent is writing, starts it again over the same data, and
+// checks that the run is re-attached and finishes with every record of the
+// agent's stream stored exactly once, in order.
+func TestSIGKILLMidRunLosesNothing(t *testing.T) {
+	fake := agentHost(t)
+	dir := t.TempDir()
+	env := []string{"SANDBOX_HOSTS=local", "MSB_PATH=" + fake.Path, "MSB_SNAPSHOT=agent-base", "MSB_MEMORY=256M",
+		"POOL_SIZE=0", "AGENT_COMMAND=" + inbox.ToolDir + "/bin/claude", "MCP_HTTP_TOKEN=" + e2eToken}
+	p := startProcess(t, dir, env...)
+	c := &e2eClient{t: t, base: "http://" + p.addr}
+	var d struct {
+		Session struct {
+			ID string `json:"id"`
+		} `json:"session"`
+		Run struct {
+			ID string `json:"id"`
+		} `json:"run"`
+	}
+	task := "#!asb-script\nemit 15\nsleep 2s\nemit 15\nsay finished"
+	if code := c.do("POST", "/delegate.json", map[string]any{"task": task}, &d); code != 200 {
+		t.Fatalf("delegate: %d\n%s", code, p.logs)
+	}
+	type watch struct {
+		State  string `json:"state"`
+		Events []struct {
+			ID   int64           `json:"id"`
+			Type string          `json:"type"`
+			Data json.RawMessage `json:"data"`
+		} `json:"events"`
+		Session struct {
+			Box struct {
+				Name string `json:"name"`
+			} `json:"box"`
+		} `json:"session"`
+	}
+	agentRecords := func(c *e2eClient) (watch, []string) {
+		var w watch
+		c.do("GET", "/watch.json?session="+d.Session.ID+"&events=1000", nil, &w)
+		var recs []string
+		for _, e := range w.Events {
+			if e.Type == "agent" {
+				recs = append(recs, string(e.Data))
+			}
+		}
+		return w, recs
+	}
+	deadline := time.Now().Add(60 * time.Second)
+	for {
+		if _, recs := agentRecords(c); len(recs) >= 5 {
+			break
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("the agent never got going:\n%s", p.logs)
+		}
+		time.Sleep(20 * time.Millisecond)
+	}
+	if err := p.cmd.Process.Kill(); err != nil { // SIGKILL: no shutdown code runs
+		t.Fatal(err)
+	}
+	p.cmd.Wait()
+
+	p2 := startProcess(t, dir, env...)
+	c2 := &e2eClient{t: t, base: "http://" + p2.addr}
+	var w watch
+	var recs []string
+	deadline = time.Now().Add(90 * time.Second)
+	for {
+		w, recs = agentRecords(c2)
+		if w.State == "done" {
+			break
+		}
+		if w.State == "failed" || time.Now().After(deadline) {
+			t.Fatalf("run after restart: %s\n%s", w.State, p2.logs)
+		}
+		time.Sleep(50 * time.Millisecond)
+	}
+	seen := map[string]bool{}
+	for _, r := range recs {
+		if seen[r] {
+			t.Fatalf("record stored twice: %s", r)
+		}
+		seen[r] = true
+	}
+	out, _, _ := fake.Run("exec", w.Session.Box.Name, "--", "sh", "-c", "cat "+inbox.RunsDir+"/*/events.ndjson")
+	var want []string
+	for _, l := range strings.Split(strings.TrimSpace(out), "\n") {
+		if l = strings.TrimSpace(l); l != "" {
+			want = append(want, l)
+		}
+	}
+	if len(recs) != len(want) {
+		t.Fatalf("stored %d records; the agent wrote %d", len(recs), len(want))
+	}
+	for i := range want {
+		var a, b any
+		if json.Unmarshal([]byte(recs[i]), &a) != nil || json.Unmarshal([]byte(want[i]), &b) != nil || fmt.Sprint(a) != fmt.Sprint(b) {
+			t.Fatalf("record %d differs:\n got %s\nwant %s", i, recs[i], want[i])
+		}
+	}
+	if !strings.Contains(p2.logs.String(), "re-attaching run") {
+		t.Fatalf("the restarted controller did not re-attach the run:\n%s", p2.logs)
+	}
+}

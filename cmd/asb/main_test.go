@@ -3,11 +3,13 @@ package main
 import (
 	"bytes"
 	"context"
+	"fmt"
 	"io"
 	"net/http"
 	"os"
 	"os/exec"
 	"path/filepath"
+	"regexp"
 	"strings"
 	"sync"
 	"syscall"
@@ -279,39 +281,79 @@ func TestHelp(t *testing.T) {
 	}
 }
 
-// TestSignalStopsGracefully runs the real binary and sends it SIGTERM.
-func TestSignalStopsGracefully(t *testing.T) {
+// process is asb serve running as a real process.
+type process struct {
+	cmd  *exec.Cmd
+	logs *syncBuffer
+	addr string
+}
+
+var (
+	asbOnce sync.Once
+	asbBin  string
+	asbErr  error
+)
+
+// asbBinary builds asb once per test process.
+func asbBinary(t *testing.T) string {
+	t.Helper()
 	if testing.Short() {
 		t.Skip("builds the binary")
 	}
-	bin := filepath.Join(t.TempDir(), "asb")
-	build := exec.Command("go", "build", "-o", bin, ".")
-	if out, err := build.CombinedOutput(); err != nil {
-		t.Fatalf("build: %v\n%s", err, out)
+	asbOnce.Do(func() {
+		dir, err := os.MkdirTemp("", "asb-serve-")
+		if err != nil {
+			asbErr = err
+			return
+		}
+		asbBin = filepath.Join(dir, "asb")
+		if out, err := exec.Command("go", "build", "-o", asbBin, ".").CombinedOutput(); err != nil {
+			asbErr = fmt.Errorf("build: %v\n%s", err, out)
+		}
+	})
+	if asbErr != nil {
+		t.Fatal(asbErr)
 	}
-	cmd := exec.Command(bin, "serve")
-	cmd.Dir = t.TempDir()
-	cmd.Env = []string{"ASB_ADDR=127.0.0.1:0", "ASB_DATA_DIR=" + filepath.Join(cmd.Dir, "data"), "HOME=" + cmd.Dir, "PATH=" + os.Getenv("PATH")}
-	logs := &syncBuffer{}
-	cmd.Stderr = logs
+	return asbBin
+}
+
+var listeningAddr = regexp.MustCompile(`asb is listening"? addr=(\S+)`)
+
+// startProcess runs asb serve in dir with env and waits until it listens.
+func startProcess(t *testing.T, dir string, env ...string) *process {
+	t.Helper()
+	cmd := exec.Command(asbBinary(t), "serve")
+	cmd.Dir = dir
+	cmd.Env = append([]string{"ASB_ADDR=127.0.0.1:0", "ASB_DATA_DIR=" + filepath.Join(dir, "data"), "HOME=" + dir, "PATH=" + os.Getenv("PATH")}, env...)
+	p := &process{cmd: cmd, logs: &syncBuffer{}}
+	cmd.Stderr = p.logs
 	if err := cmd.Start(); err != nil {
 		t.Fatal(err)
 	}
+	t.Cleanup(func() { cmd.Process.Kill(); cmd.Wait() })
 	deadline := time.Now().Add(60 * time.Second)
-	for !strings.Contains(logs.String(), "asb is listening") {
+	for {
+		if m := listeningAddr.FindStringSubmatch(p.logs.String()); m != nil {
+			p.addr = m[1]
+			return p
+		}
 		if time.Now().After(deadline) {
-			cmd.Process.Kill()
-			t.Fatalf("no listening line:\n%s", logs)
+			t.Fatalf("no listening line:\n%s", p.logs)
 		}
 		time.Sleep(10 * time.Millisecond)
 	}
-	if err := cmd.Process.Signal(syscall.SIGTERM); err != nil {
+}
+
+// TestSignalStopsGracefully runs the real binary and sends it SIGTERM.
+func TestSignalStopsGracefully(t *testing.T) {
+	p := startProcess(t, t.TempDir())
+	if err := p.cmd.Process.Signal(syscall.SIGTERM); err != nil {
 		t.Fatal(err)
 	}
-	if err := cmd.Wait(); err != nil {
-		t.Fatalf("exit after SIGTERM: %v\n%s", err, logs)
+	if err := p.cmd.Wait(); err != nil {
+		t.Fatalf("exit after SIGTERM: %v\n%s", err, p.logs)
 	}
-	if !strings.Contains(logs.String(), "stopped") {
-		t.Fatalf("no clean stop:\n%s", logs)
+	if !strings.Contains(p.logs.String(), "stopped") {
+		t.Fatalf("no clean stop:\n%s", p.logs)
 	}
 }
