@@ -211,7 +211,13 @@ func TestEndToEndOverSSH(t *testing.T) {
 	ctx, cancel := context.WithCancel(context.Background())
 	defer cancel()
 	events := c.stream(ctx, d.Session.ID)
-	first := until(t, events, "the question", func(e sseEvent) bool { return e.Type == "run.question" })
+	// Cut the controller's SSH connection as soon as the agent is going:
+	// the next poll reconnects and reads on from its offset.
+	pre := until(t, events, "the first agent record", func(e sseEvent) bool { return e.Type == "agent" })
+	if n := sshd.DropConnections(); n == 0 {
+		t.Log("no SSH connection was open to drop")
+	}
+	first := append(pre, until(t, events, "the question", func(e sseEvent) bool { return e.Type == "run.question" })...)
 	var sawAgent bool
 	for _, e := range first {
 		if e.Type == "agent" && strings.Contains(e.Data, "starting") {
