@@ -57,6 +57,11 @@ func runDoctor(ctx context.Context, env *environment, args []string) int {
 	}
 	doctorData(ctx, r, cfg)
 	doctorHosts(ctx, r, cfg, *timeout)
+	if hook := findHookBinary(env); hook == "" {
+		r.warn("asb-hook binary not found next to asb", "run `make build`: without it boxes run without the gate and guard hooks")
+	} else {
+		r.ok("asb-hook", hook)
+	}
 	doctorGitHub(r, cfg)
 	if !cfg.Agent.AnthropicAPIKey.IsSet() && cfg.Agent.AnthropicBaseURL == "" {
 		r.warn("no model credentials", "set ANTHROPIC_API_KEY, or ANTHROPIC_BASE_URL for a proxy that holds them")
