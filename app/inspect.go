@@ -122,3 +122,44 @@ func (s *Service) fileTarget(ctx context.Context, id SessionID, p string) (Sessi
 	}
 	return sess, clean, nil
 }
+
+// SessionForThread returns the active session of a pull request or issue
+// (see Origin.ThreadKey), if there is one the actor may see.
+func (s *Service) SessionForThread(ctx context.Context, key string) (SessionView, bool, error) {
+	a, err := s.actor(ctx)
+	if err != nil {
+		return SessionView{}, false, err
+	}
+	var v SessionView
+	var found bool
+	err = s.store.View(ctx, func(tx Tx) error {
+		sess, ok, err := tx.ActiveSessionByThread(key)
+		if err != nil || !ok || !a.sees(sess.Owner) {
+			return err
+		}
+		runs, err := tx.ListRuns(sess.ID)
+		if err != nil {
+			return err
+		}
+		v, found = buildView(sess, runs), true
+		return nil
+	})
+	return v, found, err
+}
+
+// SetTrackingComment records the comment a surface edits in place to show
+// a run's progress, so a restarted controller edits the same comment
+// instead of posting a second one.
+func (s *Service) SetTrackingComment(ctx context.Context, id RunID, commentID int64) error {
+	return s.commit(ctx, func(tx Tx, emit func(Event)) error {
+		r, err := tx.GetRun(id)
+		if err != nil {
+			return err
+		}
+		if r.Origin.TrackingCommentID == commentID {
+			return nil
+		}
+		r.Origin.TrackingCommentID = commentID
+		return tx.UpdateRun(&r)
+	})
+}

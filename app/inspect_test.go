@@ -2,6 +2,7 @@ package app_test
 
 import (
 	"bytes"
+	"context"
 	"testing"
 
 	"github.com/asb-dev/asb/app"
@@ -86,5 +87,31 @@ func TestFilesAreConfinedToTheWorkspace(t *testing.T) {
 	}
 	if _, err := h.svc.Files(h.ctx, d.Session.ID, ""); app.ErrorCode(err) != app.ECONFLICT {
 		t.Fatalf("files after teardown: %v", err)
+	}
+}
+
+func TestThreadLookupAndTrackingComment(t *testing.T) {
+	h := newHarness(t, nil)
+	origin := app.Origin{Kind: app.OriginGitHubComment, Repo: "acme/api", Number: 3, PullRequest: true, CommentID: 9}
+	d, err := h.svc.Delegate(h.ctx, app.DelegateRequest{Task: "x", Origin: origin})
+	if err != nil {
+		t.Fatal(err)
+	}
+	v, ok, err := h.svc.SessionForThread(h.ctx, origin.ThreadKey())
+	if err != nil || !ok || v.Session.ID != d.Session.ID {
+		t.Fatalf("SessionForThread = %v %v %v", v.Session.ID, ok, err)
+	}
+	if _, ok, _ := h.svc.SessionForThread(h.ctx, "github:acme/api#4"); ok {
+		t.Fatal("found a session for another thread")
+	}
+	other := app.WithActor(context.Background(), app.Actor{Account: "eve", Name: "eve"})
+	if _, ok, _ := h.svc.SessionForThread(other, origin.ThreadKey()); ok {
+		t.Fatal("another account saw the thread's session")
+	}
+	if err := h.svc.SetTrackingComment(h.ctx, d.Run.ID, 4242); err != nil {
+		t.Fatal(err)
+	}
+	if r := h.run(t, d.Run.ID); r.Origin.TrackingCommentID != 4242 || r.Origin.CommentID != 9 {
+		t.Fatalf("origin = %+v", r.Origin)
 	}
 }
