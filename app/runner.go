@@ -158,21 +158,24 @@ func (s *Service) stopWorker(id RunID) {
 	}
 }
 
+// loadRun reads a run and its session.
+func (s *Service) loadRun(ctx context.Context, id RunID) (r Run, sess Session, err error) {
+	err = s.store.View(ctx, func(tx Tx) error {
+		if r, err = tx.GetRun(id); err != nil {
+			return err
+		}
+		sess, err = tx.GetSession(r.SessionID)
+		return err
+	})
+	return r, sess, err
+}
+
 // drive moves one run forward until it waits, ends, or ctx ends.
 func (s *Service) drive(ctx context.Context, id RunID) {
 	log := s.log.With("run", id)
 	backoff := s.cfg.PollInterval
 	for ctx.Err() == nil {
-		var r Run
-		var sess Session
-		err := s.store.View(ctx, func(tx Tx) error {
-			var err error
-			if r, err = tx.GetRun(id); err != nil {
-				return err
-			}
-			sess, err = tx.GetSession(r.SessionID)
-			return err
-		})
+		r, sess, err := s.loadRun(ctx, id)
 		if err != nil {
 			if !isCtxErr(err) {
 				log.Error("load run", "err", err)
@@ -391,16 +394,7 @@ func (s *Service) record(ctx context.Context, id RunID, ref TurnRef, p Progress)
 // finish publishes a run whose agent exited and moves it to done or failed.
 // Publishing is idempotent, so repeating finish after a restart is safe.
 func (s *Service) finish(ctx context.Context, id RunID) error {
-	var r Run
-	var sess Session
-	err := s.store.View(ctx, func(tx Tx) error {
-		var err error
-		if r, err = tx.GetRun(id); err != nil {
-			return err
-		}
-		sess, err = tx.GetSession(r.SessionID)
-		return err
-	})
+	r, sess, err := s.loadRun(ctx, id)
 	if err != nil {
 		return err
 	}

@@ -327,14 +327,23 @@ type sessionRequest struct {
 	Session string `json:"session"`
 }
 
-func (a *api) cancel(w http.ResponseWriter, r *http.Request) {
+// sessionOf decodes a {"session": …} body; false means the error was written.
+func (a *api) sessionOf(w http.ResponseWriter, r *http.Request) (app.SessionID, bool) {
 	var req sessionRequest
 	if !a.decode(w, r, &req) {
-		return
+		return "", false
 	}
 	id, err := sessionID(req.Session)
 	if err != nil {
 		a.fail(w, r, err)
+		return "", false
+	}
+	return id, true
+}
+
+func (a *api) cancel(w http.ResponseWriter, r *http.Request) {
+	id, ok := a.sessionOf(w, r)
+	if !ok {
 		return
 	}
 	runs, err := a.svc.Cancel(r.Context(), id)
@@ -346,13 +355,8 @@ func (a *api) cancel(w http.ResponseWriter, r *http.Request) {
 }
 
 func (a *api) teardown(w http.ResponseWriter, r *http.Request) {
-	var req sessionRequest
-	if !a.decode(w, r, &req) {
-		return
-	}
-	id, err := sessionID(req.Session)
-	if err != nil {
-		a.fail(w, r, err)
+	id, ok := a.sessionOf(w, r)
+	if !ok {
 		return
 	}
 	sess, err := a.svc.Teardown(r.Context(), id)
