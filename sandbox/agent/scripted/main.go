@@ -12,7 +12,8 @@
 // # Script
 //
 // The script is every line after a line reading `#!asb-script` in the
-// prompt (text before it is the task, ignored). One directive a line;
+// prompt (text before it is the task, ignored), up to a line reading `---`
+// (context a surface appends). One directive a line;
 // blank lines and lines starting with `#` are skipped; leading blanks are
 // ignored. In the arguments marked (esc), `\n`, `\t` and `\\` stand for a
 // newline, a tab and a backslash.

@@ -172,3 +172,10 @@ func TestUnescapeAndQuote(t *testing.T) {
 		t.Errorf("quote: %s", got)
 	}
 }
+
+func TestScriptEndsAtContextSeparator(t *testing.T) {
+	lines, ok := findScript("ask\n#!asb-script\nsay a\n---\nGitHub pull request acme/api#7\nRequested by octo.")
+	if !ok || len(lines) != 1 || lines[0] != "say a" {
+		t.Fatalf("lines = %q, %v", lines, ok)
+	}
+}

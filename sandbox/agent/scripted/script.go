@@ -27,12 +27,23 @@ type directive struct {
 
 var envName = regexp.MustCompile(`^[A-Za-z_][A-Za-z0-9_]*$`)
 
+// scriptEnd closes the script: surfaces append context to a task (asb's
+// GitHub surface adds "---" and the PR or issue it came from), which is
+// prose, not directives.
+const scriptEnd = "---"
+
 // findScript returns the script lines of a prompt and whether it has one.
 func findScript(prompt string) ([]string, bool) {
 	lines := strings.Split(prompt, "\n")
 	for i, l := range lines {
 		if strings.TrimSpace(l) == scriptMarker {
-			return lines[i+1:], true
+			script := lines[i+1:]
+			for j, s := range script {
+				if strings.TrimSpace(s) == scriptEnd {
+					return script[:j], true
+				}
+			}
+			return script, true
 		}
 	}
 	return nil, false
