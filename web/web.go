@@ -61,6 +61,11 @@ type Options struct {
 	// themselves. Clients reconnect with Last-Event-ID and lose nothing.
 	StopStreams <-chan struct{}
 
+	// Webhook, when set, receives GitHub deliveries at POST
+	// /webhooks/github. It authenticates by signature, not by token, and
+	// bounds its own body.
+	Webhook http.Handler
+
 	// beforeEvent, set by tests, runs before each event is written to a stream.
 	beforeEvent func(app.Event)
 }
@@ -86,6 +91,9 @@ func New(o Options) http.Handler {
 	r.Get("/readyz", readyz(o))
 	if o.Metrics != nil {
 		r.Handle("/metrics", o.Metrics.Handler())
+	}
+	if o.Webhook != nil {
+		r.Post("/webhooks/github", o.Webhook.ServeHTTP)
 	}
 	if o.Service != nil {
 		o.apiDefaults()

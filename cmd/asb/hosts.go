@@ -145,8 +145,9 @@ func newFleet(cfg *config.Config, store app.Store, hosts []host, log *slog.Logge
 }
 
 // newSandbox runs agents in the fleet's boxes as configured.
-func newSandbox(cfg *config.Config, env *environment, fleet *sandbox.Fleet, log *slog.Logger) *sandbox.Sandbox {
+func newSandbox(cfg *config.Config, env *environment, fleet *sandbox.Fleet, fetch func(context.Context, app.Source) (string, func(), error), log *slog.Logger) *sandbox.Sandbox {
 	rc := sandbox.RuntimeConfig{
+		Fetch:        fetch,
 		AgentCommand: cfg.Agent.Command,
 		Model:        cfg.Agent.Model,
 		AskModel:     cfg.Agent.AskModel,

@@ -72,13 +72,33 @@ func runServe(ctx context.Context, env *environment, args []string) int {
 		}
 		hostsReady = fleetCheck(fleet)
 	}
+	ghs, err := newGitHub(ctx, cfg, log.With("component", "github"))
+	if err != nil {
+		log.Error("cannot set up the GitHub App", "err", err)
+		return 1
+	}
+	var forge app.Forge
+	var fetch func(context.Context, app.Source) (string, func(), error)
+	if ghs != nil {
+		forge, fetch = ghs.forge, ghs.forge.Fetch
+	}
 	var boxes app.Sandbox = unconfiguredSandbox{reason: "no sandbox host configured: set SANDBOX_HOSTS"}
 	if fleet != nil {
-		boxes = newSandbox(cfg, env, fleet, log.With("component", "sandbox"))
+		boxes = newSandbox(cfg, env, fleet, fetch, log.With("component", "sandbox"))
 	}
 	svc := app.NewService(app.Deps{
-		Store: store, Sandbox: boxes, Logger: log.With("component", "core"),
+		Store: store, Sandbox: boxes, Forge: forge, Logger: log.With("component", "core"),
 	}, app.Config{WaitTimeout: cfg.Agent.WaitTimeout, AskTimeout: cfg.Agent.AskTimeout})
+	var webhook http.Handler
+	if ghs != nil {
+		if err := ghs.start(cfg, svc, store, log.With("component", "github")); err != nil {
+			log.Error("cannot set up the GitHub surface", "err", err)
+			return 1
+		}
+		if ghs.webhook != nil {
+			webhook = ghs.webhook
+		}
+	}
 
 	var guidance []string
 	for _, g := range cfg.Unconfigured() {
@@ -99,7 +119,7 @@ func runServe(ctx context.Context, env *environment, args []string) int {
 			{Name: "database", Required: true, Err: store.Ping},
 			{Name: "sandbox_hosts", Required: true, Err: hostsReady},
 			{Name: "github_app", Err: func(context.Context) error {
-				if cfg.GitHub.AppID == 0 {
+				if ghs == nil {
 					return errors.New("no GitHub App configured: set GITHUB_APP_ID and GITHUB_APP_PRIVATE_KEY_FILE (see docs/configuration.md)")
 				}
 				return nil
@@ -111,6 +131,7 @@ func runServe(ctx context.Context, env *environment, args []string) int {
 		WaitTimeout:        cfg.Agent.WaitTimeout,
 		MutationsPerMinute: cfg.Auth.MutationsPerMinute,
 		StopStreams:        stopStreams,
+		Webhook:            webhook,
 	})
 
 	ln, err := net.Listen("tcp", cfg.Addr)
@@ -129,6 +150,12 @@ func runServe(ctx context.Context, env *environment, args []string) int {
 	svcCtx, stopSvc := context.WithCancel(context.WithoutCancel(ctx))
 	svcDone := make(chan error, 1)
 	go func() { svcDone <- svc.Run(svcCtx) }()
+	githubDone := make(chan error, 1)
+	if ghs != nil {
+		go func() { githubDone <- ghs.run(svcCtx) }()
+	} else {
+		githubDone <- nil
+	}
 	fleetDone := make(chan error, 1)
 	if fleet != nil {
 		// Probe, reconcile and keep the warm pool filled in the background.
@@ -162,6 +189,10 @@ func runServe(ctx context.Context, env *environment, args []string) int {
 	stopSvc()
 	if err := <-svcDone; err != nil {
 		log.Error("scheduler", "err", err)
+		code = 1
+	}
+	if err := <-githubDone; err != nil {
+		log.Error("GitHub surface", "err", err)
 		code = 1
 	}
 	if err := <-fleetDone; err != nil {

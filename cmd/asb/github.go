@@ -1,0 +1,115 @@
+package main
+
+import (
+	"context"
+	"fmt"
+	"log/slog"
+	"os"
+	"path/filepath"
+	"strings"
+
+	"github.com/asb-dev/asb/app"
+	"github.com/asb-dev/asb/app/sqlite"
+	"github.com/asb-dev/asb/cmd/asb/internal/config"
+	gh "github.com/asb-dev/asb/github"
+)
+
+// gitHub is the GitHub surface: the App, the forge that fetches and
+// publishes, and (once the core exists) the delivery processor, the
+// tracking-comment tracker and the webhook receiver.
+type gitHub struct {
+	app       *gh.App
+	forge     *gh.Forge
+	slug      string
+	tracker   *gh.Tracker
+	processor *gh.Processor
+	webhook   *gh.Webhook
+}
+
+// newGitHub sets up the App and the forge when an App is configured; nil
+// means GitHub is not configured (the log and /readyz say so).
+func newGitHub(ctx context.Context, cfg *config.Config, log *slog.Logger) (*gitHub, error) {
+	if cfg.GitHub.AppID == 0 {
+		return nil, nil
+	}
+	pem, err := os.ReadFile(cfg.GitHub.PrivateKeyFile)
+	if err != nil {
+		return nil, fmt.Errorf("read GITHUB_APP_PRIVATE_KEY_FILE: %w", err)
+	}
+	ghApp, err := gh.NewApp(gh.AppConfig{AppID: cfg.GitHub.AppID, PrivateKeyPEM: pem,
+		APIURL: cfg.GitHub.APIURL, WebURL: cfg.GitHub.WebURL, Logger: log})
+	if err != nil {
+		return nil, fmt.Errorf("GitHub App: %w", err)
+	}
+	forge, err := gh.NewForge(gh.ForgeConfig{App: ghApp, WorkDir: filepath.Join(cfg.DataDir, "git"), Logger: log})
+	if err != nil {
+		return nil, fmt.Errorf("GitHub forge: %w", err)
+	}
+	g := &gitHub{app: ghApp, forge: forge}
+	// The App's own login (<slug>[bot]) must never trigger a run.
+	if a, _, err := ghApp.AppClient().Apps.Get(ctx, ""); err == nil {
+		g.slug = a.GetSlug()
+	} else {
+		log.Warn("could not read the GitHub App; its own comments are still ignored as a bot's", "err", app.ErrorMessage(gh.APIError(err, "read the App")))
+	}
+	return g, nil
+}
+
+// start wires the processor, tracker and webhook onto the core.
+func (g *gitHub) start(cfg *config.Config, svc *app.Service, store *sqlite.Store, log *slog.Logger) error {
+	trigger := gh.TriggerConfig{Trigger: cfg.GitHub.Trigger, Label: cfg.GitHub.Label, AppSlug: g.slug}
+	tracker, err := gh.NewTracker(gh.TrackerOptions{Service: svc, Clients: g.app.InstallationClient,
+		Installation: g.app.InstallationFor, PublicURL: cfg.PublicURL, WebURL: strings.TrimSuffix(cfg.GitHub.WebURL, "/"),
+		Trigger: cfg.GitHub.Trigger, Logger: log})
+	if err != nil {
+		return err
+	}
+	processor, err := gh.NewProcessor(gh.ProcessorOptions{
+		Service: svc, Deliveries: store, Clients: g.app.InstallationClient, Trigger: trigger,
+		Allow: cfg.GitHub.AllowedLogins, Tracker: tracker, PublicURL: cfg.PublicURL,
+		WebURL: strings.TrimSuffix(cfg.GitHub.WebURL, "/"), Logger: log,
+		Pending: func(ctx context.Context) ([]gh.Delivery, error) {
+			rows, err := store.PendingDeliveries(ctx, 100)
+			if err != nil {
+				return nil, err
+			}
+			out := make([]gh.Delivery, len(rows))
+			for i, r := range rows {
+				out[i] = gh.Delivery{ID: r.ID, Event: r.Event, Action: r.Action, Payload: r.Payload}
+			}
+			return out, nil
+		},
+		// A comment on a pull request works on the PR's head.
+		Sources: func(ctx context.Context, t gh.Trigger) ([]app.Source, error) {
+			src := app.Source{Repo: t.Repo}
+			if t.PullRequest {
+				src.Ref = fmt.Sprintf("refs/pull/%d/head", t.Number)
+			}
+			return []app.Source{src}, nil
+		},
+	})
+	if err != nil {
+		return err
+	}
+	g.tracker, g.processor = tracker, processor
+	if cfg.GitHub.WebhookSecret.IsSet() {
+		wh, err := gh.NewWebhook(gh.WebhookConfig{Secret: []byte(cfg.GitHub.WebhookSecret.Reveal()), Deliveries: store, Sink: processor, Logger: log})
+		if err != nil {
+			return err
+		}
+		g.webhook = wh
+	}
+	return nil
+}
+
+// run drives the processor and tracker until ctx ends.
+func (g *gitHub) run(ctx context.Context) error {
+	done := make(chan error, 2)
+	go func() { done <- g.tracker.Run(ctx) }()
+	go func() { done <- g.processor.Run(ctx) }()
+	err1, err2 := <-done, <-done
+	if err1 != nil {
+		return err1
+	}
+	return err2
+}

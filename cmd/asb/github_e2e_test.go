@@ -1,0 +1,126 @@
+package main
+
+import (
+	"context"
+	"os"
+	"path/filepath"
+	"strconv"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/asb-dev/asb/github/githubtest"
+	"github.com/asb-dev/asb/sandbox/inbox"
+)
+
+// TestGitHubCommentEndToEnd: a signed issue_comment webhook with `/agent`
+// on a pull request → 👀 and a tracking comment → the agent's commit lands
+// on the PR branch in the bare repository → the tracking comment becomes
+// the final report. Real git, the fake GitHub, the fake msb and the
+// scripted agent; the same delivery redelivered runs nothing again.
+func TestGitHubCommentEndToEnd(t *testing.T) {
+	srv := githubtest.New(t, githubtest.Options{})
+	srv.CreateRepo("acme", "api", map[string]string{"README.md": "# api\n"})
+	srv.Commit("acme/api", "feature", "start the feature", map[string]string{"feature.go": "package api\n"})
+	srv.AddUser("octo")
+	srv.SetPermission("acme/api", "octo", "write")
+	inst := srv.AddInstallation("acme", "acme/api")
+	pr := srv.AddPull("acme/api", githubtest.PullSpec{Author: "octo", Title: "Add the feature", Head: "feature", Base: "main"})
+	before := srv.Branch("acme/api", "feature")
+
+	dir := t.TempDir()
+	keyFile := filepath.Join(dir, "app.pem")
+	if err := os.WriteFile(keyFile, srv.AppPrivateKeyPEM(), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	const secret = "webhook-secret-for-the-e2e-test"
+	fake := agentHost(t)
+	env, _, logs := testEnv(t, filepath.Join(dir, "data"),
+		"SANDBOX_HOSTS=local", "MSB_PATH="+fake.Path, "MSB_SNAPSHOT=agent-base", "MSB_MEMORY=256M", "POOL_SIZE=0",
+		"AGENT_COMMAND="+inbox.ToolDir+"/bin/claude", "MCP_HTTP_TOKEN="+e2eToken,
+		"GITHUB_APP_ID="+strconv.FormatInt(srv.AppID(), 10), "GITHUB_APP_PRIVATE_KEY_FILE="+keyFile, "GITHUB_WEBHOOK_SECRET="+secret,
+		"GITHUB_API_URL="+srv.APIURL(), "GITHUB_WEB_URL="+srv.URL+"/")
+	env.hookBinary = buildHook(t)
+	addr, stop := startServe(t, env)
+	defer stop()
+
+	body := "/agent add a test\n#!asb-script\nwrite feature_test.go package api\\n\ncommit add a test for the feature\nsay added the test"
+	c := srv.AddComment("acme/api", pr.Number, "octo", body)
+	payload := srv.IssueCommentPayload(c.ID, "created")
+	resp, err := srv.Deliver(context.Background(), "http://"+addr+"/webhooks/github", secret, "issue_comment", payload)
+	if err != nil {
+		t.Fatal(err)
+	}
+	resp.Body.Close()
+	if resp.StatusCode != 202 {
+		t.Fatalf("webhook answered %d", resp.StatusCode)
+	}
+
+	// 👀 on the comment and one tracking comment, quickly.
+	waitUntil(t, "the 👀 reaction and the tracking comment", 30*time.Second, func() bool {
+		return hasReaction(srv.Reactions(c.ID), "eyes") && len(botComments(srv, pr.Number)) == 1
+	})
+	// The agent's commit lands on the PR branch.
+	waitUntil(t, "the agent's commit on the PR branch", 90*time.Second, func() bool {
+		return srv.Branch("acme/api", "feature") != before
+	})
+	log := srv.Log("acme/api", "feature")
+	if log[0].Subject != "add a test for the feature" || !strings.Contains(log[0].Message, "Co-authored-by: octo") || log[1].SHA != before {
+		t.Fatalf("PR branch head: %+v", log[0])
+	}
+	// The tracking comment becomes the final report.
+	waitUntil(t, "the final report", 60*time.Second, func() bool {
+		cs := botComments(srv, pr.Number)
+		return len(cs) == 1 && strings.Contains(cs[0].Body, "Done")
+	})
+	report := botComments(srv, pr.Number)[0].Body
+	for _, want := range []string{"added the test", "add a test for the feature"} {
+		if !strings.Contains(report, want) {
+			t.Errorf("report lacks %q:\n%s", want, report)
+		}
+	}
+	// The same delivery again: nothing new.
+	for i := 0; i < 3; i++ {
+		resp, err := srv.Deliver(context.Background(), "http://"+addr+"/webhooks/github", secret, "issue_comment", payload)
+		if err == nil {
+			resp.Body.Close()
+		}
+	}
+	time.Sleep(300 * time.Millisecond)
+	if n := len(botComments(srv, pr.Number)); n != 1 {
+		t.Fatalf("%d tracking comments after redelivery", n)
+	}
+	if strings.Contains(logs.String(), "x-access-token") || strings.Contains(logs.String(), srv.InstallationToken(inst.ID)) {
+		t.Fatal("a token reached the log")
+	}
+}
+
+func waitUntil(t *testing.T, what string, limit time.Duration, cond func() bool) {
+	t.Helper()
+	deadline := time.Now().Add(limit)
+	for !cond() {
+		if time.Now().After(deadline) {
+			t.Fatalf("timed out waiting for %s", what)
+		}
+		time.Sleep(25 * time.Millisecond)
+	}
+}
+
+func hasReaction(rs []githubtest.Reaction, content string) bool {
+	for _, r := range rs {
+		if r.Content == content {
+			return true
+		}
+	}
+	return false
+}
+
+func botComments(srv *githubtest.Server, n int) []githubtest.Comment {
+	var out []githubtest.Comment
+	for _, c := range srv.Comments("acme/api", n) {
+		if strings.HasSuffix(c.User, "[bot]") {
+			out = append(out, c)
+		}
+	}
+	return out
+}
