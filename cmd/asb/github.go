@@ -2,6 +2,7 @@ package main
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"log/slog"
 	"os"
@@ -24,6 +25,7 @@ type gitHub struct {
 	tracker   *gh.Tracker
 	processor *gh.Processor
 	webhook   *gh.Webhook
+	poller    *gh.Poller
 }
 
 // newGitHub sets up the App and the forge when an App is configured; nil
@@ -92,6 +94,16 @@ func (g *gitHub) start(cfg *config.Config, svc *app.Service, store *sqlite.Store
 		return err
 	}
 	g.tracker, g.processor = tracker, processor
+	if cfg.GitHub.PollInterval > 0 {
+		// For controllers GitHub cannot reach; with a webhook too, the
+		// processor makes sure a comment seen both ways runs once.
+		poller, err := gh.NewPoller(gh.PollerOptions{Clients: g.app.InstallationClient, Installations: gh.AppInstallations(g.app),
+			Cursors: store, Deliveries: store, Sink: processor, Label: cfg.GitHub.Label, Interval: cfg.GitHub.PollInterval, Logger: log})
+		if err != nil {
+			return err
+		}
+		g.poller = poller
+	}
 	if cfg.GitHub.WebhookSecret.IsSet() {
 		wh, err := gh.NewWebhook(gh.WebhookConfig{Secret: []byte(cfg.GitHub.WebhookSecret.Reveal()), Deliveries: store, Sink: processor, Logger: log})
 		if err != nil {
@@ -102,14 +114,21 @@ func (g *gitHub) start(cfg *config.Config, svc *app.Service, store *sqlite.Store
 	return nil
 }
 
-// run drives the processor and tracker until ctx ends.
+// run drives the processor, the tracker and the poller until ctx ends.
 func (g *gitHub) run(ctx context.Context) error {
-	done := make(chan error, 2)
-	go func() { done <- g.tracker.Run(ctx) }()
-	go func() { done <- g.processor.Run(ctx) }()
-	err1, err2 := <-done, <-done
-	if err1 != nil {
-		return err1
+	loops := []func(context.Context) error{g.tracker.Run, g.processor.Run}
+	if g.poller != nil {
+		loops = append(loops, g.poller.Run)
 	}
-	return err2
+	done := make(chan error, len(loops))
+	for _, loop := range loops {
+		go func() { done <- loop(ctx) }()
+	}
+	var errs []error
+	for range loops {
+		if err := <-done; err != nil {
+			errs = append(errs, err)
+		}
+	}
+	return errors.Join(errs...)
 }

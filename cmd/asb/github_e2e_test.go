@@ -18,7 +18,18 @@ import (
 // on the PR branch in the bare repository → the tracking comment becomes
 // the final report. Real git, the fake GitHub, the fake msb and the
 // scripted agent; the same delivery redelivered runs nothing again.
-func TestGitHubCommentEndToEnd(t *testing.T) {
+// ghFixture is a fake GitHub with acme/api, a writer, an installation and
+// a pull request, plus the environment that points asb at it.
+type ghFixture struct {
+	srv    *githubtest.Server
+	pr     githubtest.PullRequest
+	inst   githubtest.Installation
+	before string
+	env    []string
+}
+
+func newGHFixture(t *testing.T, extra ...string) ghFixture {
+	t.Helper()
 	srv := githubtest.New(t, githubtest.Options{})
 	srv.CreateRepo("acme", "api", map[string]string{"README.md": "# api\n"})
 	srv.Commit("acme/api", "feature", "start the feature", map[string]string{"feature.go": "package api\n"})
@@ -26,26 +37,54 @@ func TestGitHubCommentEndToEnd(t *testing.T) {
 	srv.SetPermission("acme/api", "octo", "write")
 	inst := srv.AddInstallation("acme", "acme/api")
 	pr := srv.AddPull("acme/api", githubtest.PullSpec{Author: "octo", Title: "Add the feature", Head: "feature", Base: "main"})
-	before := srv.Branch("acme/api", "feature")
-
-	dir := t.TempDir()
-	keyFile := filepath.Join(dir, "app.pem")
+	keyFile := filepath.Join(t.TempDir(), "app.pem")
 	if err := os.WriteFile(keyFile, srv.AppPrivateKeyPEM(), 0o600); err != nil {
 		t.Fatal(err)
 	}
-	const secret = "webhook-secret-for-the-e2e-test"
 	fake := agentHost(t)
-	env, _, logs := testEnv(t, filepath.Join(dir, "data"),
-		"SANDBOX_HOSTS=local", "MSB_PATH="+fake.Path, "MSB_SNAPSHOT=agent-base", "MSB_MEMORY=256M", "POOL_SIZE=0",
-		"AGENT_COMMAND="+inbox.ToolDir+"/bin/claude", "MCP_HTTP_TOKEN="+e2eToken,
-		"GITHUB_APP_ID="+strconv.FormatInt(srv.AppID(), 10), "GITHUB_APP_PRIVATE_KEY_FILE="+keyFile, "GITHUB_WEBHOOK_SECRET="+secret,
-		"GITHUB_API_URL="+srv.APIURL(), "GITHUB_WEB_URL="+srv.URL+"/")
+	env := append([]string{
+		"SANDBOX_HOSTS=local", "MSB_PATH=" + fake.Path, "MSB_SNAPSHOT=agent-base", "MSB_MEMORY=256M", "POOL_SIZE=0",
+		"AGENT_COMMAND=" + inbox.ToolDir + "/bin/claude", "MCP_HTTP_TOKEN=" + e2eToken,
+		"GITHUB_APP_ID=" + strconv.FormatInt(srv.AppID(), 10), "GITHUB_APP_PRIVATE_KEY_FILE=" + keyFile,
+		"GITHUB_API_URL=" + srv.APIURL(), "GITHUB_WEB_URL=" + srv.URL + "/"}, extra...)
+	return ghFixture{srv: srv, pr: pr, inst: inst, before: srv.Branch("acme/api", "feature"), env: env}
+}
+
+const agentComment = "/agent add a test\n#!asb-script\nwrite feature_test.go package api\\n\ncommit add a test for the feature\nsay added the test"
+
+// waitForCommitAndReport waits until the agent's commit is on the PR
+// branch and the tracking comment is the final report.
+func (f ghFixture) waitForCommitAndReport(t *testing.T) {
+	t.Helper()
+	waitUntil(t, "the agent's commit on the PR branch", 90*time.Second, func() bool {
+		return f.srv.Branch("acme/api", "feature") != f.before
+	})
+	log := f.srv.Log("acme/api", "feature")
+	if log[0].Subject != "add a test for the feature" || !strings.Contains(log[0].Message, "Co-authored-by: octo") || log[1].SHA != f.before {
+		t.Fatalf("PR branch head: %+v", log[0])
+	}
+	waitUntil(t, "the final report", 60*time.Second, func() bool {
+		cs := botComments(f.srv, f.pr.Number)
+		return len(cs) == 1 && strings.Contains(cs[0].Body, "Done")
+	})
+	report := botComments(f.srv, f.pr.Number)[0].Body
+	for _, want := range []string{"added the test", "add a test for the feature"} {
+		if !strings.Contains(report, want) {
+			t.Errorf("report lacks %q:\n%s", want, report)
+		}
+	}
+}
+
+func TestGitHubCommentEndToEnd(t *testing.T) {
+	const secret = "webhook-secret-for-the-e2e-test"
+	f := newGHFixture(t, "GITHUB_WEBHOOK_SECRET="+secret)
+	srv, pr, inst := f.srv, f.pr, f.inst
+	env, _, logs := testEnv(t, filepath.Join(t.TempDir(), "data"), f.env...)
 	env.hookBinary = buildHook(t)
 	addr, stop := startServe(t, env)
 	defer stop()
 
-	body := "/agent add a test\n#!asb-script\nwrite feature_test.go package api\\n\ncommit add a test for the feature\nsay added the test"
-	c := srv.AddComment("acme/api", pr.Number, "octo", body)
+	c := srv.AddComment("acme/api", pr.Number, "octo", agentComment)
 	payload := srv.IssueCommentPayload(c.ID, "created")
 	resp, err := srv.Deliver(context.Background(), "http://"+addr+"/webhooks/github", secret, "issue_comment", payload)
 	if err != nil {
@@ -60,25 +99,7 @@ func TestGitHubCommentEndToEnd(t *testing.T) {
 	waitUntil(t, "the 👀 reaction and the tracking comment", 30*time.Second, func() bool {
 		return hasReaction(srv.Reactions(c.ID), "eyes") && len(botComments(srv, pr.Number)) == 1
 	})
-	// The agent's commit lands on the PR branch.
-	waitUntil(t, "the agent's commit on the PR branch", 90*time.Second, func() bool {
-		return srv.Branch("acme/api", "feature") != before
-	})
-	log := srv.Log("acme/api", "feature")
-	if log[0].Subject != "add a test for the feature" || !strings.Contains(log[0].Message, "Co-authored-by: octo") || log[1].SHA != before {
-		t.Fatalf("PR branch head: %+v", log[0])
-	}
-	// The tracking comment becomes the final report.
-	waitUntil(t, "the final report", 60*time.Second, func() bool {
-		cs := botComments(srv, pr.Number)
-		return len(cs) == 1 && strings.Contains(cs[0].Body, "Done")
-	})
-	report := botComments(srv, pr.Number)[0].Body
-	for _, want := range []string{"added the test", "add a test for the feature"} {
-		if !strings.Contains(report, want) {
-			t.Errorf("report lacks %q:\n%s", want, report)
-		}
-	}
+	f.waitForCommitAndReport(t)
 	// The same delivery again: nothing new.
 	for i := 0; i < 3; i++ {
 		resp, err := srv.Deliver(context.Background(), "http://"+addr+"/webhooks/github", secret, "issue_comment", payload)
@@ -123,4 +144,16 @@ func botComments(srv *githubtest.Server, n int) []githubtest.Comment {
 		}
 	}
 	return out
+}
+
+// TestGitHubPollerEndToEnd: with no webhook secret the poller finds the
+// comment and the run goes through the same way.
+func TestGitHubPollerEndToEnd(t *testing.T) {
+	f := newGHFixture(t, "POLL_INTERVAL=10s")
+	f.srv.AddComment("acme/api", f.pr.Number, "octo", agentComment)
+	env, _, _ := testEnv(t, filepath.Join(t.TempDir(), "data"), f.env...)
+	env.hookBinary = buildHook(t)
+	_, stop := startServe(t, env)
+	defer stop()
+	f.waitForCommitAndReport(t)
 }
