@@ -31,6 +31,18 @@ type GitHubAPI interface {
 	CreateComment(ctx context.Context, inst int64, repo string, number int, body string) (int64, error)
 	// EditComment replaces an issue comment's body.
 	EditComment(ctx context.Context, inst int64, repo string, commentID int64, body string) error
+	// AddLabels adds labels to an issue or pull request (labels it
+	// already carries are kept; missing repository labels are created).
+	AddLabels(ctx context.Context, inst int64, repo string, number int, labels []string) error
+	// RemoveLabel removes a label from an issue or pull request; a label
+	// it does not carry is not an error.
+	RemoveLabel(ctx context.Context, inst int64, repo string, number int, label string) error
+	// ListComments returns the most recent comments of an issue or pull
+	// request (at least the last 100, oldest first).
+	ListComments(ctx context.Context, inst int64, repo string, number int) ([]ThreadComment, error)
+	// Thread describes an issue or, when pullRequest, a pull request
+	// (whose head branch it includes).
+	Thread(ctx context.Context, inst int64, repo string, number int, pullRequest bool) (ThreadInfo, error)
 }
 
 // ClientsFunc returns a go-github client authenticated as an installation.
@@ -533,8 +545,10 @@ func (p *Processor) cancel(ctx context.Context, t Trigger) error {
 	return nil
 }
 
-// taskFor is the ask plus where it came from.
-func (p *Processor) taskFor(t Trigger, ask string) string {
+// taskFor is the ask, then a "---" line, then where it came from and
+// the thread's context (see threadContext). The ask always comes first
+// and is never cut for the sake of the context.
+func (p *Processor) taskFor(ctx context.Context, t Trigger, ask string) string {
 	what := "issue"
 	if t.PullRequest {
 		what = "pull request"
@@ -549,11 +563,15 @@ func (p *Processor) taskFor(t Trigger, ask string) string {
 	if t.Sender != "" {
 		ctxLine += "\nRequested by " + clip(t.Sender, 64) + "."
 	}
+	extra := p.threadContext(ctx, t)
 	limit := p.svc.Limits().MaxTaskBytes
-	if limit > 0 && len(ask)+len(ctxLine) > limit {
+	if limit > 0 && len(ask)+len(ctxLine)+len(extra) > limit {
+		extra = truncateUTF8(extra, max(limit-len(ask)-len(ctxLine), 0))
+	}
+	if limit > 0 && len(ask)+len(ctxLine)+len(extra) > limit {
 		ask = truncateUTF8(ask, max(limit-len(ctxLine), 0))
 	}
-	return ask + ctxLine
+	return ask + ctxLine + extra
 }
 
 // delegate starts (or queues) a run and posts its tracking comment. A
@@ -575,7 +593,7 @@ func (p *Processor) delegate(ctx context.Context, t Trigger, d Delivery, ask str
 			sources = []app.Source{{Repo: t.Repo}}
 		}
 		del, err := p.svc.Delegate(ctx, app.DelegateRequest{
-			Task: p.taskFor(t, ask), Sources: sources, Origin: t.Origin(d.ID), NewSession: fresh,
+			Task: p.taskFor(ctx, t, ask), Sources: sources, Origin: t.Origin(d.ID), NewSession: fresh,
 		})
 		if err != nil {
 			switch app.ErrorCode(err) {

@@ -84,7 +84,7 @@ type procWorld struct {
 	nextID  int
 }
 
-func newProcWorld(t *testing.T, script func(app.Turn) apptest.Script) *procWorld {
+func newProcWorld(t *testing.T, script func(app.Turn) apptest.Script, deps ...func(*app.Deps)) *procWorld {
 	t.Helper()
 	w := &procWorld{t: t, store: apptest.NewMemStore(), sandbox: apptest.NewFakeSandbox(), dels: newProcDeliveries()}
 	w.srv = githubtest.New(t, githubtest.Options{})
@@ -98,8 +98,11 @@ func newProcWorld(t *testing.T, script func(app.Turn) apptest.Script) *procWorld
 	w.issue = w.srv.AddIssue(procRepo, githubtest.IssueSpec{Author: "alice", Title: "Widgets crash on empty input", Body: "Steps: call Make(\"\")."}).Number
 
 	w.sandbox.ScriptFor = script
-	w.svc = app.NewService(app.Deps{Store: w.store, Sandbox: w.sandbox},
-		app.Config{PollInterval: time.Millisecond, MaxActiveRuns: 8})
+	d := app.Deps{Store: w.store, Sandbox: w.sandbox}
+	for _, f := range deps {
+		f(&d)
+	}
+	w.svc = app.NewService(d, app.Config{PollInterval: time.Millisecond, MaxActiveRuns: 8})
 	clients := func(ctx context.Context, id int64) (*gh.Client, error) {
 		return gh.NewClient(nil).WithAuthToken(w.srv.InstallationToken(id)).WithEnterpriseURLs(w.srv.APIURL(), w.srv.UploadURL())
 	}

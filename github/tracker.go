@@ -3,6 +3,7 @@ package github
 import (
 	"context"
 	"errors"
+	"fmt"
 	"log/slog"
 	"sync"
 	"time"
@@ -67,6 +68,9 @@ type trackedRun struct {
 	force bool
 	// failures counts edits failed in a row, for the retry backoff.
 	failures int
+	// issue is what was done to a label run's issue (state label, PR
+	// notice); see syncIssue.
+	issue trackedIssue
 }
 
 // NewTracker checks the options and returns a Tracker; call Run.
@@ -270,7 +274,7 @@ func (t *Tracker) render(ctx context.Context, id app.RunID) {
 		t.mu.Unlock()
 		return
 	}
-	sess, prev, lastEdit := tr.session, tr.last, tr.lastEdit
+	sess, prev, lastEdit, issue := tr.session, tr.last, tr.lastEdit, tr.issue
 	t.mu.Unlock()
 
 	view, err := t.svc.Session(ctx, sess)
@@ -301,6 +305,19 @@ func (t *Tracker) render(ctx context.Context, id app.RunID) {
 		t.mu.Unlock()
 		return
 	}
+	// The issue's state label and PR notice do not wait for the
+	// comment's throttle; a failure there is retried like a failed edit.
+	issue, syncErr := t.syncIssue(ctx, issue, view, run)
+	t.mu.Lock()
+	if tr := t.runs[id]; tr != nil {
+		tr.issue = issue
+	}
+	t.mu.Unlock()
+	defer func() {
+		if syncErr != nil {
+			t.fail(id, fmt.Errorf("update issue: %w", syncErr), false)
+		}
+	}()
 	events, err := t.runEvents(ctx, sess, id)
 	if err != nil {
 		t.fail(id, err, false)

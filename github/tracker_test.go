@@ -44,6 +44,19 @@ func (a *trackAPI) EditComment(ctx context.Context, inst int64, repo string, id 
 	return nil
 }
 
+func (a *trackAPI) AddLabels(ctx context.Context, inst int64, repo string, n int, labels []string) error {
+	return nil
+}
+func (a *trackAPI) RemoveLabel(ctx context.Context, inst int64, repo string, n int, label string) error {
+	return nil
+}
+func (a *trackAPI) ListComments(ctx context.Context, inst int64, repo string, n int) ([]ThreadComment, error) {
+	return nil, nil
+}
+func (a *trackAPI) Thread(ctx context.Context, inst int64, repo string, n int, pr bool) (ThreadInfo, error) {
+	return ThreadInfo{}, nil
+}
+
 func (a *trackAPI) list(id int64) []string {
 	a.mu.Lock()
 	defer a.mu.Unlock()
