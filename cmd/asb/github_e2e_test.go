@@ -157,3 +157,59 @@ func TestGitHubPollerEndToEnd(t *testing.T) {
 	defer stop()
 	f.waitForCommitAndReport(t)
 }
+
+// TestGitHubLabelEndToEnd: the agent label on an issue → a branch, a
+// draft PR that says Fixes #N, a comment on the issue linking it, and the
+// state labels ending at agent:done.
+func TestGitHubLabelEndToEnd(t *testing.T) {
+	const secret = "webhook-secret-for-the-label-test"
+	f := newGHFixture(t, "GITHUB_WEBHOOK_SECRET="+secret)
+	srv := f.srv
+	issue := srv.AddIssue("acme/api", githubtest.IssueSpec{Author: "octo", Title: "Add a changelog",
+		Body: "#!asb-script\nwrite CHANGELOG.md # Changelog\\n\ncommit add a changelog\nsay wrote the changelog"})
+	env, _, _ := testEnv(t, filepath.Join(t.TempDir(), "data"), f.env...)
+	env.hookBinary = buildHook(t)
+	addr, stop := startServe(t, env)
+	defer stop()
+	srv.AddLabels("acme/api", issue.Number, "octo", "agent")
+	resp, err := srv.Deliver(context.Background(), "http://"+addr+"/webhooks/github", secret, "issues",
+		srv.IssuesPayload("acme/api", issue.Number, "labeled", "agent", "octo"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	resp.Body.Close()
+	if resp.StatusCode != 202 {
+		t.Fatalf("webhook answered %d", resp.StatusCode)
+	}
+	var prURL string
+	waitUntil(t, "a draft PR that fixes the issue", 90*time.Second, func() bool {
+		for _, p := range srv.PullRequests("acme/api") {
+			for _, n := range srv.LinkedIssues("acme/api", p.Number) {
+				if n == issue.Number && p.Draft && strings.HasPrefix(p.Head, "agent/issue-") {
+					prURL = p.HTMLURL
+					return true
+				}
+			}
+		}
+		return false
+	})
+	waitUntil(t, "agent:done and the issue comment", 60*time.Second, func() bool {
+		labels := strings.Join(srv.Labels("acme/api", issue.Number), ",")
+		linked := false
+		for _, c := range botComments(srv, issue.Number) {
+			if strings.Contains(c.Body, prURL) && strings.Contains(c.Body, "Fixes #") {
+				linked = true
+			}
+		}
+		return strings.Contains(labels, "agent:done") && !strings.Contains(labels, "agent:working") && linked
+	})
+	branch := ""
+	for _, p := range srv.PullRequests("acme/api") {
+		if p.HTMLURL == prURL {
+			branch = p.Head
+		}
+	}
+	if log := srv.Log("acme/api", branch); len(log) == 0 || log[0].Subject != "add a changelog" {
+		t.Fatalf("branch %s: %+v", branch, log)
+	}
+}
