@@ -47,7 +47,9 @@ func newBenchWorld(b *testing.B) *benchWorld {
 		return gh.NewClient(nil).WithAuthToken(srv.InstallationToken(id)).WithEnterpriseURLs(srv.APIURL(), srv.UploadURL())
 	}
 	sb := apptest.NewFakeSandbox()
-	sb.ScriptFor = func(app.Turn) apptest.Script { return apptest.Script{Records: []string{`{"type":"assistant"}`}, Hold: make(chan struct{})} }
+	sb.ScriptFor = func(app.Turn) apptest.Script {
+		return apptest.Script{Records: []string{`{"type":"assistant"}`}, Hold: make(chan struct{})}
+	}
 	svc := app.NewService(app.Deps{Store: apptest.NewMemStore(), Sandbox: sb}, app.Config{PollInterval: time.Millisecond, MaxActiveRuns: 1000})
 	tracker, err := NewTracker(TrackerOptions{Service: svc, Clients: clients})
 	if err != nil {
