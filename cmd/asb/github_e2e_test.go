@@ -1,6 +1,7 @@
 package main
 
 import (
+	"bytes"
 	"context"
 	"os"
 	"path/filepath"
@@ -79,7 +80,8 @@ func TestGitHubCommentEndToEnd(t *testing.T) {
 	const secret = "webhook-secret-for-the-e2e-test"
 	f := newGHFixture(t, "GITHUB_WEBHOOK_SECRET="+secret)
 	srv, pr, inst := f.srv, f.pr, f.inst
-	env, _, logs := testEnv(t, filepath.Join(t.TempDir(), "data"), f.env...)
+	dataDir := filepath.Join(t.TempDir(), "data")
+	env, _, logs := testEnv(t, dataDir, f.env...)
 	env.hookBinary = buildHook(t)
 	addr, stop := startServe(t, env)
 	defer stop()
@@ -111,9 +113,34 @@ func TestGitHubCommentEndToEnd(t *testing.T) {
 	if n := len(botComments(srv, pr.Number)); n != 1 {
 		t.Fatalf("%d tracking comments after redelivery", n)
 	}
-	if strings.Contains(logs.String(), "x-access-token") || strings.Contains(logs.String(), srv.InstallationToken(inst.ID)) {
-		t.Fatal("a token reached the log")
+	stop()
+	// No token asb was handed is in its log or in any file of its data
+	// folder (database, WAL, bundles, git work trees).
+	tokens := srv.IssuedTokens()
+	if len(tokens) == 0 {
+		t.Fatal("the fake issued no tokens: nothing was checked")
 	}
+	var files []string
+	filepath.Walk(dataDir, func(p string, fi os.FileInfo, err error) error {
+		if err == nil && fi.Mode().IsRegular() {
+			files = append(files, p)
+		}
+		return nil
+	})
+	for _, tok := range tokens {
+		if strings.Contains(logs.String(), tok) {
+			t.Fatal("a token reached the log")
+		}
+		for _, f := range files {
+			if b, _ := os.ReadFile(f); bytes.Contains(b, []byte(tok)) {
+				t.Fatalf("a token is stored in %s", f)
+			}
+		}
+	}
+	if strings.Contains(logs.String(), "x-access-token") {
+		t.Fatal("a credential header reached the log")
+	}
+	_ = inst
 }
 
 func waitUntil(t *testing.T, what string, limit time.Duration, cond func() bool) {

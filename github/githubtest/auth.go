@@ -327,3 +327,15 @@ func (s *Server) ExhaustRateLimit(tok string, reset time.Time) {
 	b.used = b.limit
 	b.reset = reset.Truncate(time.Second)
 }
+
+// IssuedTokens returns every token the server has minted or been given,
+// so tests can prove none of them leaked into logs, files or argv.
+func (s *Server) IssuedTokens() []string {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	out := make([]string, 0, len(s.st.tokens))
+	for v := range s.st.tokens {
+		out = append(out, v)
+	}
+	return out
+}
