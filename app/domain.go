@@ -198,6 +198,11 @@ type Question struct {
 	Answer     string    `json:"answer,omitempty"`
 	AnsweredBy string    `json:"answered_by,omitempty"`
 	AnsweredAt time.Time `json:"answered_at,omitzero"`
+	// AnswerDelivery and AnswerComment name the GitHub delivery and comment
+	// that carried the answer, so a surface that sees the same comment again
+	// (a redelivery, the poller, a restart) does not use it twice.
+	AnswerDelivery string `json:"answer_delivery,omitempty"`
+	AnswerComment  int64  `json:"answer_comment,omitempty"`
 }
 
 // Host is a machine with msb, reached over SSH or locally.

@@ -163,3 +163,36 @@ func (s *Service) SetTrackingComment(ctx context.Context, id RunID, commentID in
 		return tx.UpdateRun(&r)
 	})
 }
+
+// AnsweredWith reports whether a question of the session was answered by
+// the given delivery or comment (either may be zero).
+func (s *Service) AnsweredWith(ctx context.Context, id SessionID, deliveryID string, commentID int64) (bool, error) {
+	a, err := s.actor(ctx)
+	if err != nil {
+		return false, err
+	}
+	var found bool
+	err = s.store.View(ctx, func(tx Tx) error {
+		if _, err := s.visibleSession(tx, a, id); err != nil {
+			return err
+		}
+		runs, err := tx.ListRuns(id)
+		if err != nil {
+			return err
+		}
+		for _, r := range runs {
+			qs, err := tx.ListQuestions(r.ID)
+			if err != nil {
+				return err
+			}
+			for _, q := range qs {
+				if (deliveryID != "" && q.AnswerDelivery == deliveryID) || (commentID != 0 && q.AnswerComment == commentID) {
+					found = true
+					return nil
+				}
+			}
+		}
+		return nil
+	})
+	return found, err
+}

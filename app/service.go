@@ -391,6 +391,12 @@ func (s *Service) FollowUp(ctx context.Context, id SessionID, message string, or
 // Answer answers the question a waiting run asked and resumes the same
 // agent conversation. secrets reach that one step's environment only.
 func (s *Service) Answer(ctx context.Context, id SessionID, answer string, secrets map[string]string) (Run, error) {
+	return s.AnswerFrom(ctx, id, answer, secrets, Origin{})
+}
+
+// AnswerFrom is Answer with the origin of the answer recorded on the
+// question (see AnsweredWith).
+func (s *Service) AnswerFrom(ctx context.Context, id SessionID, answer string, secrets map[string]string, origin Origin) (Run, error) {
 	a, err := s.actor(ctx)
 	if err != nil {
 		return Run{}, err
@@ -421,6 +427,7 @@ func (s *Service) Answer(ctx context.Context, id SessionID, answer string, secre
 		}
 		if ok {
 			q.Answer, q.AnsweredBy, q.AnsweredAt = answer, a.Name, now
+			q.AnswerDelivery, q.AnswerComment = origin.DeliveryID, origin.CommentID
 			if err := tx.UpdateQuestion(&q); err != nil {
 				return err
 			}

@@ -417,14 +417,14 @@ func (p *Processor) handle(ctx context.Context, d Delivery) error {
 		return p.delegate(ctx, t, d, c.Text, true)
 	case CommandUnknown:
 		if c.Text != "" {
-			if done, err := p.answer(ctx, t, c.Text); done || err != nil {
+			if done, err := p.answer(ctx, t, d.ID, c.Text); done || err != nil {
 				return err
 			}
 		}
 		return p.reply(ctx, t, c.Reply)
 	case CommandAsk:
 		if t.Kind == TriggerComment {
-			if done, err := p.answer(ctx, t, c.Text); done || err != nil {
+			if done, err := p.answer(ctx, t, d.ID, c.Text); done || err != nil {
 				return err
 			}
 		}
@@ -470,17 +470,30 @@ func (p *Processor) reply(ctx context.Context, t Trigger, body string) error {
 
 func threadKey(t Trigger) string { return t.Origin("").ThreadKey() }
 
-// answer answers the thread's waiting run with text, if there is one.
-func (p *Processor) answer(ctx context.Context, t Trigger, text string) (bool, error) {
+// answer answers the thread's waiting run with text, if there is one. A
+// comment that already answered a question (seen again after a restart,
+// a redelivery or through the poller) counts as handled: it must neither
+// answer twice nor turn into a follow-up.
+func (p *Processor) answer(ctx context.Context, t Trigger, deliveryID, text string) (bool, error) {
 	v, ok, err := p.svc.SessionForThread(ctx, threadKey(t))
 	if err != nil {
 		return false, retry(err)
 	}
-	if !ok || v.Current == nil || v.Current.State != app.StateWaiting {
+	if !ok {
+		return false, nil
+	}
+	used, err := p.svc.AnsweredWith(ctx, v.Session.ID, deliveryID, t.CommentID)
+	if err != nil {
+		return false, retry(err)
+	}
+	if used {
+		return true, nil
+	}
+	if v.Current == nil || v.Current.State != app.StateWaiting {
 		return false, nil
 	}
 	p.ack(ctx, t)
-	if _, err := p.svc.Answer(ctx, v.Session.ID, text, nil); err != nil {
+	if _, err := p.svc.AnswerFrom(ctx, v.Session.ID, text, nil, t.Origin(deliveryID)); err != nil {
 		if app.ErrorCode(err) == app.ECONFLICT {
 			return false, nil // answered meanwhile: queue it as a follow-up
 		}

@@ -326,6 +326,20 @@ func TestProcessorQuestionAnsweredByWriterNotByOthers(t *testing.T) {
 	if n := len(w.botComments(w.pr)); n != 2 {
 		t.Fatalf("the App made %d comments, want 2", n)
 	}
+
+	// The answering comment seen again — reprocessed after a crash before
+	// it was marked, and arriving through the poller in a new delivery —
+	// neither answers twice nor becomes a follow-up.
+	p2, err := NewProcessor(ProcessorOptions{Service: w.svc, Deliveries: w.dels, API: w.proc.api, Trigger: w.proc.opts.Trigger})
+	if err != nil {
+		t.Fatal(err)
+	}
+	p2.process(w.ctx, ad)
+	again := w.deliver("issue_comment", w.srv.IssueCommentPayload(ac.ID, "created"))
+	w.waitProcessed(again)
+	if v, _ := w.thread(w.pr); len(v.Runs) != 1 {
+		t.Fatalf("the answer seen again made %d runs", len(v.Runs))
+	}
 }
 
 func TestProcessorSameDeliveryOnce(t *testing.T) {

@@ -349,16 +349,20 @@ type questionRow struct {
 	Answer     string `db:"answer"`
 	AnsweredBy string `db:"answered_by"`
 	AnsweredAt string `db:"answered_at"`
+	Delivery   string `db:"answer_delivery"`
+	Comment    int64  `db:"answer_comment"`
 }
 
 func (r questionRow) question() app.Question {
 	return app.Question{ID: r.ID, RunID: app.RunID(r.RunID), Text: r.Text, AskedAt: parseTime(r.AskedAt),
-		Answer: r.Answer, AnsweredBy: r.AnsweredBy, AnsweredAt: parseTime(r.AnsweredAt)}
+		Answer: r.Answer, AnsweredBy: r.AnsweredBy, AnsweredAt: parseTime(r.AnsweredAt),
+		AnswerDelivery: r.Delivery, AnswerComment: r.Comment}
 }
 
 func (t *txn) InsertQuestion(q *app.Question) error {
-	res, err := t.exec(`INSERT INTO questions (run_id, text, asked_at, answer, answered_by, answered_at) VALUES (?,?,?,?,?,?)`,
-		string(q.RunID), q.Text, fmtTime(q.AskedAt), q.Answer, q.AnsweredBy, fmtTime(q.AnsweredAt))
+	res, err := t.exec(`INSERT INTO questions (run_id, text, asked_at, answer, answered_by, answered_at, answer_delivery, answer_comment)
+		VALUES (?,?,?,?,?,?,?,?)`,
+		string(q.RunID), q.Text, fmtTime(q.AskedAt), q.Answer, q.AnsweredBy, fmtTime(q.AnsweredAt), q.AnswerDelivery, q.AnswerComment)
 	if err != nil {
 		return notFound(err, "run", q.RunID)
 	}
@@ -367,8 +371,8 @@ func (t *txn) InsertQuestion(q *app.Question) error {
 }
 
 func (t *txn) UpdateQuestion(q *app.Question) error {
-	res, err := t.exec(`UPDATE questions SET text=?, answer=?, answered_by=?, answered_at=? WHERE id = ?`,
-		q.Text, q.Answer, q.AnsweredBy, fmtTime(q.AnsweredAt), q.ID)
+	res, err := t.exec(`UPDATE questions SET text=?, answer=?, answered_by=?, answered_at=?, answer_delivery=?, answer_comment=? WHERE id = ?`,
+		q.Text, q.Answer, q.AnsweredBy, fmtTime(q.AnsweredAt), q.AnswerDelivery, q.AnswerComment, q.ID)
 	return rowsOrNotFound(res, err, "question", q.ID)
 }
 

@@ -276,6 +276,7 @@ func testQuestions(t *testing.T, s app.Store) {
 			return err
 		}
 		q1.Answer, q1.AnsweredBy, q1.AnsweredAt = "yes", "octo", t0.Add(time.Millisecond)
+		q1.AnswerDelivery, q1.AnswerComment = "delivery-1", 77
 		if err := tx.UpdateQuestion(&q1); err != nil {
 			return err
 		}

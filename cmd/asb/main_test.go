@@ -168,7 +168,7 @@ func TestBadConfigurationFailsFastNamingTheVariable(t *testing.T) {
 func TestMigrate(t *testing.T) {
 	data := t.TempDir()
 	env, out, _ := testEnv(t, data)
-	if code := run(context.Background(), env, []string{"migrate"}); code != 0 || !strings.Contains(out.String(), "applied 0001_init.sql\napplied 0002_box_image_egress.sql\napplied 0003_session_ask.sql") {
+	if code := run(context.Background(), env, []string{"migrate"}); code != 0 || !strings.Contains(out.String(), "applied 0001_init.sql\napplied 0002_box_image_egress.sql\napplied 0003_session_ask.sql\napplied 0004_question_answer_origin.sql") {
 		t.Fatalf("first migrate: %d %s", code, out)
 	}
 	env, out, _ = testEnv(t, data)
