@@ -61,6 +61,11 @@ type Options struct {
 	// themselves. Clients reconnect with Last-Event-ID and lose nothing.
 	StopStreams <-chan struct{}
 
+	// MCP, when set, serves the Streamable HTTP MCP endpoint at /mcp. It
+	// authenticates with its own bearer check, and its GET stream stays
+	// open, so no timeout or throttle middleware applies to it.
+	MCP http.Handler
+
 	// Webhook, when set, receives GitHub deliveries at POST
 	// /webhooks/github. It authenticates by signature, not by token, and
 	// bounds its own body.
@@ -94,6 +99,9 @@ func New(o Options) http.Handler {
 	}
 	if o.Webhook != nil {
 		r.Post("/webhooks/github", o.Webhook.ServeHTTP)
+	}
+	if o.MCP != nil {
+		r.Handle("/mcp", o.MCP)
 	}
 	if o.Service != nil {
 		o.apiDefaults()

@@ -404,3 +404,37 @@ func TestSIGKILLMidRunLosesNothing(t *testing.T) {
 		t.Fatalf("the restarted controller did not re-attach the run:\n%s", p2.logs)
 	}
 }
+
+// TestMCPEndpointNeedsTheToken checks that serve mounts /mcp behind the
+// operator token: without it 401 and no MCP session; with it the
+// Streamable HTTP handshake succeeds.
+func TestMCPEndpointNeedsTheToken(t *testing.T) {
+	env, _, _ := testEnv(t, t.TempDir(), "MCP_HTTP_TOKEN="+e2eToken)
+	addr, stop := startServe(t, env)
+	defer stop()
+	initialize := `{"jsonrpc":"2.0","id":1,"method":"initialize","params":{"protocolVersion":"2025-06-18","capabilities":{},"clientInfo":{"name":"test","version":"1"}}}`
+	post := func(token string) *http.Response {
+		req, _ := http.NewRequest("POST", "http://"+addr+"/mcp", strings.NewReader(initialize))
+		req.Header.Set("Content-Type", "application/json")
+		req.Header.Set("Accept", "application/json, text/event-stream")
+		if token != "" {
+			req.Header.Set("Authorization", "Bearer "+token)
+		}
+		resp, err := http.DefaultClient.Do(req)
+		if err != nil {
+			t.Fatal(err)
+		}
+		io.Copy(io.Discard, resp.Body)
+		resp.Body.Close()
+		return resp
+	}
+	for _, tok := range []string{"", "wrong-token-0123456789"} {
+		if resp := post(tok); resp.StatusCode != http.StatusUnauthorized {
+			t.Fatalf("token %q: status %d", tok, resp.StatusCode)
+		}
+	}
+	resp := post(e2eToken)
+	if resp.StatusCode != http.StatusOK || resp.Header.Get("Mcp-Session-Id") == "" {
+		t.Fatalf("with the token: %d, session %q", resp.StatusCode, resp.Header.Get("Mcp-Session-Id"))
+	}
+}

@@ -2,6 +2,8 @@ package main
 
 import (
 	"context"
+	"crypto/sha256"
+	"crypto/subtle"
 	"errors"
 	"net"
 	"net/http"
@@ -11,6 +13,7 @@ import (
 	"time"
 
 	"github.com/asb-dev/asb/app"
+	asbmcp "github.com/asb-dev/asb/mcp"
 	"github.com/asb-dev/asb/sandbox"
 	"github.com/asb-dev/asb/web"
 )
@@ -110,6 +113,9 @@ func runServe(ctx context.Context, env *environment, args []string) int {
 	for _, g := range guidance {
 		log.Warn("not configured yet", "what", g)
 	}
+	mcpHandler := asbmcp.NewHTTPHandler(
+		asbmcp.NewServer(asbmcp.Options{Service: svc, WaitTimeout: cfg.Agent.WaitTimeout, Version: version, Logger: log.With("component", "mcp")}),
+		operatorVerifier(token), asbmcp.HTTPOptions{Logger: log.With("component", "mcp")})
 	// Closed at shutdown so live streams end instead of holding it up.
 	stopStreams := make(chan struct{})
 	handler := web.New(web.Options{
@@ -132,6 +138,7 @@ func runServe(ctx context.Context, env *environment, args []string) int {
 		MutationsPerMinute: cfg.Auth.MutationsPerMinute,
 		StopStreams:        stopStreams,
 		Webhook:            webhook,
+		MCP:                mcpHandler,
 	})
 
 	ln, err := net.Listen("tcp", cfg.Addr)
@@ -201,4 +208,17 @@ func runServe(ctx context.Context, env *environment, args []string) int {
 	}
 	log.Info("stopped")
 	return code
+}
+
+// operatorVerifier accepts the operator token on /mcp, compared in
+// constant time (digests, so the length does not leak either).
+func operatorVerifier(token string) asbmcp.VerifyFunc {
+	want := sha256.Sum256([]byte(token))
+	return func(ctx context.Context, got string) (app.Actor, error) {
+		have := sha256.Sum256([]byte(got))
+		if token == "" || subtle.ConstantTimeCompare(want[:], have[:]) != 1 {
+			return app.Actor{}, app.Errorf(app.EUNAUTHORIZED, "invalid token")
+		}
+		return app.OperatorActor, nil
+	}
 }
