@@ -9,6 +9,7 @@ import (
 	"io"
 	"net/http"
 	"os"
+	"os/exec"
 	"path/filepath"
 	"strings"
 	"sync"
@@ -16,6 +17,8 @@ import (
 	"time"
 
 	"github.com/asb-dev/asb/internal/testbin"
+	sdkmcp "github.com/modelcontextprotocol/go-sdk/mcp"
+
 	"github.com/asb-dev/asb/sandbox/agent/scriptedtest"
 	"github.com/asb-dev/asb/sandbox/inbox"
 	"github.com/asb-dev/asb/sandbox/msbtest"
@@ -436,5 +439,56 @@ func TestMCPEndpointNeedsTheToken(t *testing.T) {
 	resp := post(e2eToken)
 	if resp.StatusCode != http.StatusOK || resp.Header.Get("Mcp-Session-Id") == "" {
 		t.Fatalf("with the token: %d, session %q", resp.StatusCode, resp.Header.Get("Mcp-Session-Id"))
+	}
+}
+
+// TestMCPStdioBridge starts `asb mcp` as an IDE would, over stdio, and
+// drives it with the official SDK client: the tools are the controller's,
+// and a delegation made through it lands in the running controller.
+func TestMCPStdioBridge(t *testing.T) {
+	data := filepath.Join(t.TempDir(), "data")
+	env, _, _ := testEnv(t, data, "MCP_HTTP_TOKEN="+e2eToken, "WAIT_TIMEOUT_MS=1000")
+	addr, stop := startServe(t, env)
+	defer stop()
+
+	cmd := exec.Command(asbBinary(t), "mcp")
+	cmd.Env = []string{"ASB_URL=http://" + addr, "MCP_HTTP_TOKEN=" + e2eToken, "ASB_DATA_DIR=" + data, "HOME=" + t.TempDir(), "PATH=" + os.Getenv("PATH")}
+	cmd.Dir = t.TempDir()
+	client := sdkmcp.NewClient(&sdkmcp.Implementation{Name: "ide", Version: "1"}, nil)
+	ctx, cancel := context.WithTimeout(context.Background(), 60*time.Second)
+	defer cancel()
+	session, err := client.Connect(ctx, &sdkmcp.CommandTransport{Command: cmd}, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer session.Close()
+	tools, err := session.ListTools(ctx, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var names []string
+	for _, tool := range tools.Tools {
+		names = append(names, tool.Name)
+	}
+	for _, want := range []string{"delegate", "resume", "status", "ask", "teardown", "monitor", "watch"} {
+		if !strings.Contains(strings.Join(names, ","), want) {
+			t.Fatalf("tools %v lack %s", names, want)
+		}
+	}
+	res, err := session.CallTool(ctx, &sdkmcp.CallToolParams{Name: "delegate", Arguments: map[string]any{"task": "write the docs"}})
+	if err != nil || res.IsError {
+		t.Fatalf("delegate: %v %+v", err, res)
+	}
+	text := res.Content[0].(*sdkmcp.TextContent).Text
+	if !strings.Contains(text, "run:running") || !strings.Contains(text, "ses_") {
+		t.Fatalf("delegate answered %q", text)
+	}
+	// The controller has the session.
+	c := &e2eClient{t: t, base: "http://" + addr}
+	var fleet struct {
+		Sessions []json.RawMessage `json:"sessions"`
+	}
+	if code := c.do("GET", "/fleet.json", nil, &fleet); code != 200 || len(fleet.Sessions) != 1 {
+		t.Fatalf("fleet after the stdio delegation: %d, %d sessions", code, len(fleet.Sessions))
 	}
 }

@@ -46,6 +46,7 @@ func commands() []command {
 		{"monitor", "list the fleet of a running controller (waiting runs first)", runMonitor},
 		{"watch", "follow one session live: agent output, state changes, questions", runWatch},
 		{"ask", "ask a session's read-only co-pilot a question (or one per line from stdin)", runAsk},
+		{"mcp", "serve the MCP tools on stdio for an IDE, forwarding to a running controller", runMCP},
 		{"version", "print the version", runVersion},
 	}
 }
