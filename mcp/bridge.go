@@ -3,6 +3,7 @@ package mcp
 import (
 	"context"
 	"fmt"
+	"io"
 	"net/http"
 	"sync"
 
@@ -84,3 +85,13 @@ func (b bearerTransport) RoundTrip(r *http.Request) (*http.Response, error) {
 	r.Header.Set("Authorization", "Bearer "+b.token)
 	return b.next.RoundTrip(r)
 }
+
+// ServeStdio serves server on r and w (a process's stdin and stdout) until
+// ctx ends or the peer goes away. Closing is left to the process.
+func ServeStdio(ctx context.Context, server *sdkmcp.Server, r io.Reader, w io.Writer) error {
+	return server.Run(ctx, &sdkmcp.IOTransport{Reader: io.NopCloser(r), Writer: nopWriteCloser{w}})
+}
+
+type nopWriteCloser struct{ io.Writer }
+
+func (nopWriteCloser) Close() error { return nil }

@@ -3,11 +3,8 @@ package main
 import (
 	"context"
 	"fmt"
-	"io"
 	"os/signal"
 	"syscall"
-
-	sdkmcp "github.com/modelcontextprotocol/go-sdk/mcp"
 
 	asbmcp "github.com/asb-dev/asb/mcp"
 )
@@ -33,22 +30,9 @@ func runMCP(ctx context.Context, env *environment, args []string) int {
 		return 1
 	}
 	defer closeRemote()
-	transport := &sdkmcp.IOTransport{Reader: readCloser{env.stdin}, Writer: writeCloser{env.stdout}}
-	if err := server.Run(ctx, transport); err != nil && ctx.Err() == nil {
+	if err := asbmcp.ServeStdio(ctx, server, env.stdin, env.stdout); err != nil && ctx.Err() == nil {
 		fmt.Fprintf(env.stderr, "asb mcp: %v\n", err)
 		return 1
 	}
 	return 0
 }
-
-// readCloser and writeCloser adapt the environment's streams for the SDK;
-// closing them is a no-op because the process owns stdin and stdout.
-type readCloser struct{ r io.Reader }
-
-func (r readCloser) Read(p []byte) (int, error) { return r.r.Read(p) }
-func (readCloser) Close() error                 { return nil }
-
-type writeCloser struct{ w io.Writer }
-
-func (w writeCloser) Write(p []byte) (int, error) { return w.w.Write(p) }
-func (writeCloser) Close() error                  { return nil }
