@@ -89,8 +89,7 @@ type Poller struct {
 	repos      []InstalledRepo
 	reposAt    time.Time
 	issues     map[string]cachedBody // issue API URL → last body and ETag
-	sent       map[string]bool       // delivery ids handed to the sink
-	sentOrder  []string
+	sent       *recentIDs            // delivery ids handed to the sink
 }
 
 type cachedBody struct {
@@ -143,7 +142,7 @@ func NewPoller(opts PollerOptions) (*Poller, error) {
 	}
 	return &Poller{
 		opts: opts, log: opts.Logger,
-		issues: map[string]cachedBody{}, sent: map[string]bool{},
+		issues: map[string]cachedBody{}, sent: newRecentIDs(pollerSentMax),
 	}, nil
 }
 
@@ -703,7 +702,7 @@ func (p *Poller) deliverLabel(ctx context.Context, t pollTarget, e polledEvent) 
 func (p *Poller) wasSent(id string) bool {
 	p.mu.Lock()
 	defer p.mu.Unlock()
-	return p.sent[id]
+	return p.sent.has(id)
 }
 
 // hand records (when a DeliveryStore is set) and passes a delivery to
@@ -729,13 +728,5 @@ func (p *Poller) hand(ctx context.Context, d Delivery) error {
 func (p *Poller) markSent(id string) {
 	p.mu.Lock()
 	defer p.mu.Unlock()
-	if p.sent[id] {
-		return
-	}
-	p.sent[id] = true
-	p.sentOrder = append(p.sentOrder, id)
-	if len(p.sentOrder) > pollerSentMax {
-		delete(p.sent, p.sentOrder[0])
-		p.sentOrder = p.sentOrder[1:]
-	}
+	p.sent.add(id)
 }

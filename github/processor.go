@@ -191,8 +191,7 @@ type Processor struct {
 	queued map[string]bool
 	// recent remembers deliveries processed by this process, so a
 	// delivery queued twice (Accept and a scan) is handled once.
-	recent      map[string]bool
-	recentOrder []string
+	recent *recentIDs
 }
 
 var _ EventSink = (*Processor)(nil)
@@ -232,7 +231,7 @@ func NewProcessor(opts ProcessorOptions) (*Processor, error) {
 		queue:  make(chan Delivery, opts.QueueSize),
 		allow:  map[string]bool{},
 		queued: map[string]bool{},
-		recent: map[string]bool{},
+		recent: newRecentIDs(processorRecent),
 	}
 	for _, l := range opts.Allow {
 		if l = strings.TrimSpace(l); l != "" {
@@ -251,7 +250,7 @@ func (p *Processor) Accept(ctx context.Context, d Delivery) {
 func (p *Processor) enqueue(d Delivery) bool {
 	p.mu.Lock()
 	defer p.mu.Unlock()
-	if p.queued[d.ID] || p.recent[d.ID] {
+	if p.queued[d.ID] || p.recent.has(d.ID) {
 		return true
 	}
 	select {
@@ -306,15 +305,7 @@ func (p *Processor) scan(ctx context.Context) {
 func (p *Processor) remember(id string) {
 	p.mu.Lock()
 	defer p.mu.Unlock()
-	if p.recent[id] {
-		return
-	}
-	p.recent[id] = true
-	p.recentOrder = append(p.recentOrder, id)
-	if len(p.recentOrder) > processorRecent {
-		delete(p.recent, p.recentOrder[0])
-		p.recentOrder = p.recentOrder[1:]
-	}
+	p.recent.add(id)
 }
 
 // errRetry marks a failure worth retrying: the delivery stays pending.
@@ -334,7 +325,7 @@ func retry(err error) error {
 // transient failure means a later scan should try again.
 func (p *Processor) process(ctx context.Context, d Delivery) {
 	p.mu.Lock()
-	seen := p.recent[d.ID]
+	seen := p.recent.has(d.ID)
 	p.mu.Unlock()
 	if seen {
 		return

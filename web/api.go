@@ -243,19 +243,15 @@ func (a *api) delegate(w http.ResponseWriter, r *http.Request) {
 }
 
 type messageRequest struct {
-	Session string `json:"session"`
+	sessionRequest
 	Message string `json:"message"`
 	Wait    bool   `json:"wait"`
 }
 
 func (a *api) followUp(w http.ResponseWriter, r *http.Request) {
 	var req messageRequest
-	if !a.decode(w, r, &req) {
-		return
-	}
-	id, err := sessionID(req.Session)
-	if err != nil {
-		a.fail(w, r, err)
+	id, ok := a.decodeSession(w, r, &req)
+	if !ok {
 		return
 	}
 	d, err := a.svc.FollowUp(r.Context(), id, req.Message, apiOrigin(r))
@@ -267,7 +263,7 @@ func (a *api) followUp(w http.ResponseWriter, r *http.Request) {
 }
 
 type resumeRequest struct {
-	Session string `json:"session"`
+	sessionRequest
 	Message string `json:"message"`
 	// Secrets reach the environment of the one agent step that the answer
 	// starts. They are never stored, echoed or logged.
@@ -277,12 +273,8 @@ type resumeRequest struct {
 
 func (a *api) resume(w http.ResponseWriter, r *http.Request) {
 	var req resumeRequest
-	if !a.decode(w, r, &req) {
-		return
-	}
-	id, err := sessionID(req.Session)
-	if err != nil {
-		a.fail(w, r, err)
+	id, ok := a.decodeSession(w, r, &req)
+	if !ok {
 		return
 	}
 	outcome, d, err := a.svc.Resume(r.Context(), id, req.Message, req.Secrets, apiOrigin(r))
@@ -294,7 +286,7 @@ func (a *api) resume(w http.ResponseWriter, r *http.Request) {
 }
 
 type askRequest struct {
-	Session   string `json:"session"`
+	sessionRequest
 	Question  string `json:"question"`
 	NewThread bool   `json:"newThread"`
 }
@@ -307,12 +299,8 @@ type askResponse struct {
 
 func (a *api) ask(w http.ResponseWriter, r *http.Request) {
 	var req askRequest
-	if !a.decode(w, r, &req) {
-		return
-	}
-	id, err := sessionID(req.Session)
-	if err != nil {
-		a.fail(w, r, err)
+	id, ok := a.decodeSession(w, r, &req)
+	if !ok {
 		return
 	}
 	ans, err := a.svc.Ask(r.Context(), id, req.Question, req.NewThread)
@@ -323,22 +311,31 @@ func (a *api) ask(w http.ResponseWriter, r *http.Request) {
 	writeJSON(w, http.StatusOK, askResponse{Session: id, Answer: ans.Answer, TimedOut: ans.TimedOut})
 }
 
+// sessionRequest is the "session" field every session-scoped body has;
+// the other request types embed it.
 type sessionRequest struct {
 	Session string `json:"session"`
 }
 
-// sessionOf decodes a {"session": …} body; false means the error was written.
-func (a *api) sessionOf(w http.ResponseWriter, r *http.Request) (app.SessionID, bool) {
-	var req sessionRequest
-	if !a.decode(w, r, &req) {
+func (s *sessionRequest) sessionField() string { return s.Session }
+
+// decodeSession decodes a body that names a session and validates the id;
+// false means the error was written.
+func (a *api) decodeSession(w http.ResponseWriter, r *http.Request, req interface{ sessionField() string }) (app.SessionID, bool) {
+	if !a.decode(w, r, req) {
 		return "", false
 	}
-	id, err := sessionID(req.Session)
+	id, err := sessionID(req.sessionField())
 	if err != nil {
 		a.fail(w, r, err)
 		return "", false
 	}
 	return id, true
+}
+
+// sessionOf decodes a body that holds only a session.
+func (a *api) sessionOf(w http.ResponseWriter, r *http.Request) (app.SessionID, bool) {
+	return a.decodeSession(w, r, &sessionRequest{})
 }
 
 func (a *api) cancel(w http.ResponseWriter, r *http.Request) {
@@ -368,19 +365,15 @@ func (a *api) teardown(w http.ResponseWriter, r *http.Request) {
 }
 
 type pinRequest struct {
-	Session string `json:"session"`
+	sessionRequest
 	// Pinned is a pointer so that a missing value is an error, not "unpin".
 	Pinned *bool `json:"pinned"`
 }
 
 func (a *api) pin(w http.ResponseWriter, r *http.Request) {
 	var req pinRequest
-	if !a.decode(w, r, &req) {
-		return
-	}
-	id, err := sessionID(req.Session)
-	if err != nil {
-		a.fail(w, r, err)
+	id, ok := a.decodeSession(w, r, &req)
+	if !ok {
 		return
 	}
 	if req.Pinned == nil {

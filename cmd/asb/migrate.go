@@ -13,9 +13,8 @@ func runMigrate(ctx context.Context, env *environment, args []string) int {
 	if code, ok := parseFlags(fs, args); !ok {
 		return code
 	}
-	cfg, err := loadConfig(env)
-	if err != nil {
-		printConfigError(env.stderr, err)
+	cfg, ok := commandConfig(env)
+	if !ok {
 		return 2
 	}
 	if err := ensureDataDir(cfg); err != nil {

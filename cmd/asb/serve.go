@@ -23,9 +23,8 @@ func runServe(ctx context.Context, env *environment, args []string) int {
 	if code, ok := parseFlags(fs, args); !ok {
 		return code
 	}
-	cfg, err := loadConfig(env)
-	if err != nil {
-		printConfigError(env.stderr, err)
+	cfg, ok := commandConfig(env)
+	if !ok {
 		return 2
 	}
 	log := newLogger(cfg, env.stderr)

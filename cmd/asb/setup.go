@@ -32,6 +32,17 @@ func loadConfig(env *environment) (*config.Config, error) {
 	return cfg, nil
 }
 
+// commandConfig loads the configuration for a subcommand; when it is not
+// valid it prints every problem, and the caller exits with code 2.
+func commandConfig(env *environment) (*config.Config, bool) {
+	cfg, err := loadConfig(env)
+	if err != nil {
+		printConfigError(env.stderr, err)
+		return nil, false
+	}
+	return cfg, true
+}
+
 // printConfigError lists every configuration problem, one per line.
 func printConfigError(w io.Writer, err error) {
 	fmt.Fprintln(w, "asb: the configuration is not valid:")

@@ -734,17 +734,11 @@ func scanBalanced(s string, i int, open, close byte, nest int) (int, error) {
 			i = j
 			continue
 		case c == '`':
-			j := i + 1
-			for j < len(s) && s[j] != '`' {
-				if s[j] == '\\' {
-					j++
-				}
-				j++
+			j, err := skipBackquote(s, i)
+			if err != nil {
+				return 0, err
 			}
-			if j >= len(s) {
-				return 0, errors.New("unterminated backquote")
-			}
-			i = j + 1
+			i = j
 			continue
 		case c == '$' && i+1 < len(s) && (s[i+1] == '{' || s[i+1] == '(') && !(s[i+1] == open):
 			o, cl := s[i+1], byte('}')
@@ -775,6 +769,22 @@ func scanBalanced(s string, i int, open, close byte, nest int) (int, error) {
 	return 0, fmt.Errorf("unterminated %c", open)
 }
 
+// skipBackquote returns the index just past the backquote that closes the
+// one at i.
+func skipBackquote(s string, i int) (int, error) {
+	j := i + 1
+	for j < len(s) && s[j] != '`' {
+		if s[j] == '\\' {
+			j++
+		}
+		j++
+	}
+	if j >= len(s) {
+		return 0, errors.New("unterminated backquote")
+	}
+	return j + 1, nil
+}
+
 // skipDouble returns the index just past the closing double quote.
 func skipDouble(s string, i int, nest int) (int, error) {
 	for i < len(s) {
@@ -786,17 +796,11 @@ func skipDouble(s string, i int, nest int) (int, error) {
 		case c == '"':
 			return i + 1, nil
 		case c == '`':
-			j := i + 1
-			for j < len(s) && s[j] != '`' {
-				if s[j] == '\\' {
-					j++
-				}
-				j++
+			j, err := skipBackquote(s, i)
+			if err != nil {
+				return 0, err
 			}
-			if j >= len(s) {
-				return 0, errors.New("unterminated backquote")
-			}
-			i = j + 1
+			i = j
 			continue
 		case c == '$' && i+1 < len(s) && (s[i+1] == '{' || s[i+1] == '('):
 			cl := byte('}')
