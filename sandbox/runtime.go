@@ -438,9 +438,6 @@ func progressFrom(pr pollResult, offset int64) app.Progress {
 		// More output follows; the turn is not over from the reader's view.
 		p.Exited = false
 	}
-	if pr.exited && !final {
-		p.Exited = false
-	}
 	sc := bufio.NewScanner(bytes.NewReader(chunk[:complete]))
 	sc.Buffer(make([]byte, 0, 64<<10), len(chunk)+1)
 	for sc.Scan() {

@@ -2,7 +2,6 @@ package main
 
 import (
 	"context"
-	"errors"
 	"fmt"
 	"io"
 	"log/slog"
@@ -56,48 +55,6 @@ func closeHosts(hs []host) {
 	for _, h := range hs {
 		h.transport.Close()
 	}
-}
-
-// msbVersion runs `msb --version` on a host and returns its answer.
-func msbVersion(ctx context.Context, cfg *config.Config, h host) (string, error) {
-	res, err := h.transport.Run(ctx, sandbox.Command{Argv: []string{cfg.Sandbox.MSBPath, "--version"}, MaxOutput: 4096})
-	if err != nil {
-		return "", err
-	}
-	if res.ExitCode != 0 {
-		return "", fmt.Errorf("%s --version exited with %d on %s: is msb installed there (MSB_PATH)? %s",
-			cfg.Sandbox.MSBPath, res.ExitCode, h.spec, firstLineOf(res.Stderr))
-	}
-	return strings.TrimSpace(string(res.Stdout)), nil
-}
-
-// hostsCheck is the readiness check: at least one host answers.
-func hostsCheck(cfg *config.Config, hs []host) func(ctx context.Context) error {
-	return func(ctx context.Context) error {
-		if len(hs) == 0 {
-			return errors.New("no sandbox host configured: set SANDBOX_HOSTS=local or ssh://user@host (see docs/configuration.md)")
-		}
-		var problems []string
-		for _, h := range hs {
-			if _, err := msbVersion(ctx, cfg, h); err != nil {
-				problems = append(problems, fmt.Sprintf("%s: %s", h.spec, app.ErrorMessage(err)))
-				continue
-			}
-			return nil
-		}
-		return fmt.Errorf("no sandbox host answers: %s", strings.Join(problems, "; "))
-	}
-}
-
-func firstLineOf(b []byte) string {
-	s := strings.TrimSpace(string(b))
-	if i := strings.IndexByte(s, '\n'); i >= 0 {
-		s = s[:i]
-	}
-	if len(s) > 200 {
-		s = s[:200]
-	}
-	return s
 }
 
 // modelHost is the model endpoint's host name, which boxes must reach.

@@ -64,7 +64,11 @@ func runServe(ctx context.Context, env *environment, args []string) int {
 		return 1
 	}
 	defer closeHosts(hosts)
-	hostsReady := hostsCheck(cfg, hosts)
+	// With hosts, readiness follows the fleet's probes; without, it names
+	// the setting to add.
+	hostsReady := func(context.Context) error {
+		return errors.New("no sandbox host configured: set SANDBOX_HOSTS=local or ssh://user@host (see docs/configuration.md)")
+	}
 	var fleet *sandbox.Fleet
 	if len(hosts) > 0 {
 		fleet, err = newFleet(cfg, store, hosts, log.With("component", "sandbox"))

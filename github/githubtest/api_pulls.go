@@ -9,14 +9,10 @@ import (
 	"time"
 )
 
+// loadPull is loadIssue for an issue that is a pull request.
 func (c *call) loadPull() (*repo, *issue) {
-	r := c.loadRepo()
-	if r == nil {
-		return nil, nil
-	}
-	n, err := strconv.Atoi(c.p("number"))
-	is := r.issues[n]
-	if err != nil || is == nil || is.pr == nil {
+	r, is := c.loadIssue()
+	if is != nil && is.pr == nil {
 		c.notFound()
 		return nil, nil
 	}
