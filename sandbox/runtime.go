@@ -342,10 +342,14 @@ func (s *Sandbox) Launch(ctx context.Context, box app.BoxRef, t app.Turn) error 
 
 // pollScript reads a turn's state and new output in one round trip. The
 // exit file is read before the output: once it exists the output is final.
+// A wrapper found dead is asked for its exit file once more: it writes the
+// file just before it ends, possibly between the first read and the
+// liveness check, and missing it would call a finished turn killed.
 const pollScript = `d=$1; off=$2; max=$3; q=$4
 e=; [ -f "$d/exit" ] && e=$(cat "$d/exit")
-a=0; p=; [ -f "$d/pid" ] && p=$(cat "$d/pid")
+a=0; p=$(cat "$d/pid" 2>/dev/null)
 if [ -n "$p" ] && kill -0 "$p" 2>/dev/null; then a=1; fi
+[ "$a" = 0 ] && [ -z "$e" ] && [ -f "$d/exit" ] && e=$(cat "$d/exit")
 l=0; [ -d "$d" ] && l=1
 n=0; [ -f "$d/events.ndjson" ] && n=$(wc -c < "$d/events.ndjson")
 ql=0; [ -s "$q" ] && ql=$(wc -c < "$q")
