@@ -71,6 +71,20 @@ type Options struct {
 	// bounds its own body.
 	Webhook http.Handler
 
+	// PublicURL is the controller's address as people reach it (the
+	// account page's IDE configurations; https makes cookies Secure).
+	// Empty means the address each request used.
+	PublicURL string
+	// RepoSuggestions, when set, fills the new-run page's repository list
+	// (repos the connected GitHub identities can reach).
+	RepoSuggestions func(ctx context.Context) ([]string, error)
+	// Boxes, when set, gives the fleet page each box's CPU and memory.
+	Boxes func(ctx context.Context) ([]app.Box, error)
+	// Setup, when set, is served at /setup and /setup/* behind the
+	// dashboard's sign-in (cookie or bearer). Its changes need the page's
+	// CSRF token or a same-origin Origin header.
+	Setup http.Handler
+
 	// beforeEvent, set by tests, runs before each event is written to a stream.
 	beforeEvent func(app.Event)
 }
@@ -105,8 +119,14 @@ func New(o Options) http.Handler {
 	}
 	if o.Service != nil {
 		o.apiDefaults()
+		// The JSON routes take the dashboard's cookie too; the sign-in form
+		// checks tokens with the bearer Authenticator alone.
+		bearer, sessions := o.Authenticator, newBrowserSessions()
+		o.Authenticator = cookieAuthenticator{next: bearer, sessions: sessions}
 		a := &api{svc: o.Service, log: o.Logger, o: o}
 		a.mount(r)
+		d := &dash{o: o, svc: o.Service, api: a, log: o.Logger, sessions: sessions, bearer: bearer, pages: parsePages()}
+		d.mount(r)
 	}
 	r.NotFound(func(w http.ResponseWriter, r *http.Request) {
 		writeError(w, app.Errorf(app.ENOTFOUND, "no such page: %s", r.URL.Path))
