@@ -243,6 +243,9 @@ func (d *dash) mount(r chi.Router) {
 		w.Header().Set("Cache-Control", "no-cache")
 		files.ServeHTTP(w, r)
 	})
+	// Browsers ask for an icon on every page; an empty answer keeps their
+	// consoles free of 404s.
+	r.Get("/favicon.ico", func(w http.ResponseWriter, r *http.Request) { w.WriteHeader(http.StatusNoContent) })
 	r.Get("/", d.landing)
 	r.Post("/signin", d.signIn)
 	r.Group(func(r chi.Router) {

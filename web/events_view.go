@@ -60,14 +60,16 @@ func renderEvent(e app.Event) []eventItem {
 	case app.EventRunQueued:
 		var q app.QueuedData
 		_ = e.Decode(&q)
-		label := "task"
+		// The prompt heads the run's block already; this line says when
+		// and where it joined the queue.
+		text := "task queued"
 		if q.Kind == app.RunFollowUp {
-			label = "follow-up"
+			text = "follow-up queued"
 		}
 		if q.Position > 0 {
-			label += " (queued, position " + strconv.Itoa(q.Position) + ")"
+			text += " at position " + strconv.Itoa(q.Position)
 		}
-		return []eventItem{item("queued", label, q.Prompt)}
+		return []eventItem{item("queued", "queue", text)}
 	case app.EventRunState:
 		var s app.StateChange
 		_ = e.Decode(&s)
