@@ -121,6 +121,12 @@ func runServe(ctx context.Context, env *environment, args []string) int {
 		operatorVerifier(token), asbmcp.HTTPOptions{Logger: log.With("component", "mcp")})
 	// Closed at shutdown so live streams end instead of holding it up.
 	stopStreams := make(chan struct{})
+	// With a system-chosen port the address is known only after listening;
+	// the dashboard then uses the address each request came to.
+	dashURL := cfg.PublicURL
+	if strings.HasSuffix(dashURL, ":0") {
+		dashURL = ""
+	}
 	handler := web.New(web.Options{
 		Service: svc,
 		Logger:  log.With("component", "http"),
@@ -142,6 +148,14 @@ func runServe(ctx context.Context, env *environment, args []string) int {
 		StopStreams:        stopStreams,
 		Webhook:            webhook,
 		MCP:                mcpHandler,
+		PublicURL:          dashURL,
+		Boxes: func(ctx context.Context) (boxes []app.Box, err error) {
+			err = store.View(ctx, func(tx app.Tx) error {
+				boxes, err = tx.ListBoxes("")
+				return err
+			})
+			return boxes, err
+		},
 	})
 
 	ln, err := net.Listen("tcp", cfg.Addr)
