@@ -144,6 +144,9 @@ func (d *dash) notFound(w http.ResponseWriter, r *http.Request) {
 	d.fail(w, r, app.Errorf(app.ENOTFOUND, "no such page: %s", clipText(r.URL.Path, 200)))
 }
 
+// signInsPerMinute caps sign-in attempts per client address.
+const signInsPerMinute = 10
+
 type browserSessionKey struct{}
 
 // requirePage lets a request through with a browser session (and, for a
@@ -151,12 +154,22 @@ type browserSessionKey struct{}
 // a session is sent to the gate, coming back here after signing in.
 func (d *dash) requirePage(next http.Handler) http.Handler {
 	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		if !safeMethod(r.Method) {
+			r.Body = http.MaxBytesReader(w, r.Body, d.o.MaxBodyBytes)
+		}
 		if len(r.Header.Values("Authorization")) > 0 {
+			// A script: its credentials decide, and it needs no CSRF token.
 			actor, err := d.bearer.Authenticate(r)
-			if err == nil && actor.Account != "" {
-				next.ServeHTTP(w, r.WithContext(app.WithActor(r.Context(), actor)))
+			if err == nil && actor.Account == "" {
+				err = app.Errorf(app.EUNAUTHORIZED, "the credentials name no account")
+			}
+			if err != nil {
+				d.log.Info("unauthenticated page request", "path", r.URL.Path, "client", clientIP(r))
+				d.fail(w, r, err)
 				return
 			}
+			next.ServeHTTP(w, r.WithContext(app.WithActor(r.Context(), actor)))
+			return
 		}
 		bs, ok := d.sessions.fromRequest(r)
 		if !ok {
@@ -185,7 +198,6 @@ func (d *dash) csrfOK(w http.ResponseWriter, r *http.Request, bs browserSession)
 		// token: its changes must come from a page of this origin.
 		return d.o.Setup != nil && (r.URL.Path == "/setup" || strings.HasPrefix(r.URL.Path, "/setup/")) && sameOrigin(r)
 	}
-	r.Body = http.MaxBytesReader(w, r.Body, d.o.MaxBodyBytes)
 	if err := r.ParseForm(); err != nil {
 		return false
 	}
@@ -217,7 +229,7 @@ func (d *dash) toGate(w http.ResponseWriter, r *http.Request) {
 			h.Set("Content-Type", "text/html; charset=utf-8")
 			h.Set("Cache-Control", "no-store")
 			// A meta refresh is not script, so the CSP allows it.
-			u := template.HTMLEscapeString(r.URL.RequestURI())
+			u := template.HTMLEscapeString(safeNext(r.URL.RequestURI()))
 			_, _ = w.Write([]byte(`<!doctype html><meta charset="utf-8"><meta http-equiv="refresh" content="0;url=` + u +
 				`"><title>asb</title><p><a href="` + u + `">Continue</a></p>`))
 			return
@@ -247,7 +259,13 @@ func (d *dash) mount(r chi.Router) {
 	// consoles free of 404s.
 	r.Get("/favicon.ico", func(w http.ResponseWriter, r *http.Request) { w.WriteHeader(http.StatusNoContent) })
 	r.Get("/", d.landing)
-	r.Post("/signin", d.signIn)
+	// Tokens are long and random; the limit keeps a guesser from trying
+	// many anyway, and keeps sign-in cheap to serve.
+	r.With(httprate.LimitBy(signInsPerMinute, time.Minute, func(r *http.Request) (string, error) {
+		return "signin:" + clientIP(r), nil
+	}, httprate.WithLimitHandler(func(w http.ResponseWriter, r *http.Request) {
+		d.renderGateError(w, r, http.StatusTooManyRequests, "Too many sign-in attempts from this address; wait a minute.")
+	}))).Post("/signin", d.signIn)
 	r.Group(func(r chi.Router) {
 		r.Use(d.requirePage)
 		r.Get("/dashboard", d.fleetPage)

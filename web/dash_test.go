@@ -377,3 +377,70 @@ func TestSecurityHeadersOnEveryPage(t *testing.T) {
 		}
 	}
 }
+
+func TestSignInIsThrottledPerAddress(t *testing.T) {
+	e := newAPI(t, envConfig{noRun: true})
+	b := newBrowser(t, e)
+	var last response
+	for range 11 {
+		last = b.signIn("wrong")
+	}
+	if last.status != http.StatusTooManyRequests || !strings.Contains(last.body, "Too many sign-in attempts") {
+		t.Fatalf("the 11th sign-in in a minute = %d, want 429", last.status)
+	}
+	// Even the right token waits.
+	if res := b.signIn(testToken); res.status != http.StatusTooManyRequests {
+		t.Errorf("right token while throttled = %d", res.status)
+	}
+}
+
+func TestPagesTakeBearerCredentials(t *testing.T) {
+	e := newAPI(t, envConfig{noRun: true})
+	if res := e.do(t, "GET", "/dashboard", nil); res.status != 200 || !strings.Contains(res.body, "<h1>Fleet</h1>") {
+		t.Errorf("bearer GET /dashboard = %d", res.status)
+	}
+	if res := e.do(t, "GET", "/dashboard", nil, "Authorization", "Bearer wrong"); res.status != http.StatusUnauthorized {
+		t.Errorf("wrong bearer GET /dashboard = %d, want 401", res.status)
+	}
+	// A script posting a form needs no CSRF token.
+	req, _ := http.NewRequest("POST", e.srv.URL+"/new", strings.NewReader(url.Values{"task": {"from a script"}}.Encode()))
+	req.Header.Set("Content-Type", "application/x-www-form-urlencoded")
+	req.Header.Set("Authorization", "Bearer "+testToken)
+	b := newBrowser(t, e)
+	if res := b.send(req); res.status != http.StatusSeeOther {
+		t.Errorf("bearer POST /new = %d %s", res.status, res.body)
+	}
+}
+
+func TestACrossSiteLinkReloadsFromThisSite(t *testing.T) {
+	e := newAPI(t, envConfig{noRun: true})
+	b := newBrowser(t, e)
+	// A link from github.com arrives without the SameSite=Strict cookie.
+	res := b.get("/dashboard?state=waiting", "Sec-Fetch-Site", "cross-site")
+	if res.status != 200 || !strings.Contains(res.body, `<meta http-equiv="refresh" content="0;url=/dashboard?state=waiting">`) {
+		t.Errorf("cross-site arrival = %d:\n%s", res.status, res.body)
+	}
+	if res := b.get("/dashboard", "Sec-Fetch-Site", "same-origin"); res.status != http.StatusSeeOther {
+		t.Errorf("same-site arrival without a session = %d, want 303 to the gate", res.status)
+	}
+}
+
+func TestAskFromTheSessionPage(t *testing.T) {
+	e := newAPI(t, envConfig{})
+	b := signedIn(t, e)
+	res := b.post("/new", url.Values{"task": {"something"}})
+	id := res.header.Get("Location")
+	id, _, _ = strings.Cut(id, "?")
+	e.waitState(t, app.SessionID(strings.TrimPrefix(id, "/s/")), "done")
+	res = b.post(id+"/ask", url.Values{"question": {"what changed <here>?"}})
+	if res.status != http.StatusSeeOther {
+		t.Fatalf("ask = %d %s", res.status, res.body)
+	}
+	page := b.get(id)
+	if !strings.Contains(page.body, `id="ask-history"`) || !strings.Contains(page.body, "you asked: what changed &lt;here&gt;?") {
+		t.Errorf("the ask panel does not show the answer:\n%s", page.body)
+	}
+	if res := b.post(id+"/ask", url.Values{"question": {""}}); res.status != http.StatusBadRequest || !strings.Contains(res.body, `id="question-error"`) {
+		t.Errorf("empty question = %d", res.status)
+	}
+}

@@ -260,6 +260,10 @@ func (d *dash) signIn(w http.ResponseWriter, r *http.Request) {
 		d.renderGateError(w, r, http.StatusUnauthorized, "That token is not valid. Use the operator token (data/operator.token or MCP_HTTP_TOKEN).")
 		return
 	}
+	// A new id at every sign-in: a cookie planted before cannot become a session.
+	if old, err := r.Cookie(sessionCookie); err == nil {
+		d.sessions.delete(old.Value)
+	}
 	id, _ := d.sessions.create(actor)
 	d.setCookie(w, r, sessionCookie, id, int(maxTTL.Seconds()))
 	d.setCookie(w, r, gateCookie, "", -1)

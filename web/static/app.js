@@ -65,6 +65,7 @@
         if (doc) {
           replaceWith(doc, "summary", false);
           replaceWith(doc, "thread", true);
+          replaceWith(doc, "ask-history", false);
           var curQ = document.getElementById("question-panel");
           var nextQ = doc.getElementById("question-panel");
           // The answer box is replaced only when the question changed,
