@@ -444,3 +444,16 @@ func TestAskFromTheSessionPage(t *testing.T) {
 		t.Errorf("empty question = %d", res.status)
 	}
 }
+
+func TestUnknownPathsAnswerBrowsersWithAPage(t *testing.T) {
+	e := newAPI(t, envConfig{noRun: true})
+	b := newBrowser(t, e)
+	res := b.get("/no/such/<page>", "Accept", "text/html,application/xhtml+xml")
+	if res.status != http.StatusNotFound || !strings.HasPrefix(res.header.Get("Content-Type"), "text/html") ||
+		!strings.Contains(res.body, "no such page: /no/such/&lt;page&gt;") {
+		t.Errorf("browser 404 = %d %s:\n%s", res.status, res.header.Get("Content-Type"), res.body)
+	}
+	if res := b.get("/no/such/page"); res.status != http.StatusNotFound || !strings.HasPrefix(res.header.Get("Content-Type"), "application/json") {
+		t.Errorf("script 404 = %d %s", res.status, res.header.Get("Content-Type"))
+	}
+}

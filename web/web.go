@@ -1,8 +1,9 @@
 // Package web is asb's only HTTP composition point: the chi router, its
 // middleware (security headers, request logging, panic recovery), health,
 // readiness and Prometheus metrics, bearer authentication, the JSON routes
-// and the live event stream (SSE), and — as later surfaces land — the
-// dashboard, the webhook and /mcp.
+// and the live event stream (SSE), the dashboard (server-rendered pages
+// behind a token gate, with a session cookie and CSRF tokens), the
+// webhook and /mcp.
 package web
 
 import (
@@ -10,6 +11,7 @@ import (
 	"encoding/json"
 	"log/slog"
 	"net/http"
+	"strings"
 	"time"
 
 	"github.com/go-chi/chi/v5"
@@ -117,6 +119,7 @@ func New(o Options) http.Handler {
 	if o.MCP != nil {
 		r.Handle("/mcp", o.MCP)
 	}
+	var d *dash
 	if o.Service != nil {
 		o.apiDefaults()
 		// The JSON routes take the dashboard's cookie too; the sign-in form
@@ -125,10 +128,14 @@ func New(o Options) http.Handler {
 		o.Authenticator = cookieAuthenticator{next: bearer, sessions: sessions}
 		a := &api{svc: o.Service, log: o.Logger, o: o}
 		a.mount(r)
-		d := &dash{o: o, svc: o.Service, api: a, log: o.Logger, sessions: sessions, bearer: bearer, pages: parsePages()}
+		d = &dash{o: o, svc: o.Service, api: a, log: o.Logger, sessions: sessions, bearer: bearer, pages: parsePages()}
 		d.mount(r)
 	}
 	r.NotFound(func(w http.ResponseWriter, r *http.Request) {
+		if d != nil && strings.Contains(r.Header.Get("Accept"), "text/html") {
+			d.notFound(w, r) // a person in a browser gets a page
+			return
+		}
 		writeError(w, app.Errorf(app.ENOTFOUND, "no such page: %s", r.URL.Path))
 	})
 	r.MethodNotAllowed(func(w http.ResponseWriter, r *http.Request) {
