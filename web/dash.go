@@ -176,7 +176,7 @@ func (d *dash) requirePage(next http.Handler) http.Handler {
 			d.toGate(w, r)
 			return
 		}
-		if !safeMethod(r.Method) && !d.csrfOK(w, r, bs) {
+		if !safeMethod(r.Method) && !d.csrfOK(r, bs) {
 			d.log.Info("refused a change without its CSRF token", "path", r.URL.Path, "client", clientIP(r))
 			d.fail(w, r, app.Errorf(app.EFORBIDDEN, "this form expired or came from another site (missing or wrong CSRF token); reload the page and try again"))
 			return
@@ -188,22 +188,16 @@ func (d *dash) requirePage(next http.Handler) http.Handler {
 
 // csrfOK checks the token of a change: the X-CSRF-Token header (fetch
 // calls) or the csrf field of a URL-encoded form.
-func (d *dash) csrfOK(w http.ResponseWriter, r *http.Request, bs browserSession) bool {
+func (d *dash) csrfOK(r *http.Request, bs browserSession) bool {
 	if h := r.Header.Get(csrfHeader); h != "" {
 		return tokenMatch(bs.csrf, h)
 	}
 	ct, _, _ := mime.ParseMediaType(r.Header.Get("Content-Type"))
-	if ct != "application/x-www-form-urlencoded" {
-		// The setup handler is another package's and cannot know the
-		// token: its changes must come from a page of this origin.
-		return d.o.Setup != nil && (r.URL.Path == "/setup" || strings.HasPrefix(r.URL.Path, "/setup/")) && sameOrigin(r)
-	}
-	if err := r.ParseForm(); err != nil {
-		return false
-	}
-	if tokenMatch(bs.csrf, r.PostFormValue(csrfField)) {
+	if ct == "application/x-www-form-urlencoded" && r.ParseForm() == nil && tokenMatch(bs.csrf, r.PostFormValue(csrfField)) {
 		return true
 	}
+	// The setup handler is another package's and cannot know the token:
+	// its changes must come from a page of this origin.
 	return d.o.Setup != nil && (r.URL.Path == "/setup" || strings.HasPrefix(r.URL.Path, "/setup/")) && sameOrigin(r)
 }
 
