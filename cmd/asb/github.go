@@ -9,6 +9,7 @@ import (
 	"path/filepath"
 	"strings"
 
+	asb "github.com/asb-dev/asb"
 	"github.com/asb-dev/asb/app"
 	"github.com/asb-dev/asb/app/sqlite"
 	"github.com/asb-dev/asb/cmd/asb/internal/config"
@@ -26,19 +27,32 @@ type gitHub struct {
 	processor *gh.Processor
 	webhook   *gh.Webhook
 	poller    *gh.Poller
+	// webhookSecret is GITHUB_WEBHOOK_SECRET, else the stored App's.
+	webhookSecret string
 }
 
-// newGitHub sets up the App and the forge when an App is configured; nil
-// means GitHub is not configured (the log and /readyz say so).
-func newGitHub(ctx context.Context, cfg *config.Config, log *slog.Logger) (*gitHub, error) {
-	if cfg.GitHub.AppID == 0 {
+// newGitHub sets up the App and the forge when an App is configured, by
+// env or by the manifest flow (stored, env wins); nil means GitHub is not
+// configured (the log and /readyz say so).
+func newGitHub(ctx context.Context, cfg *config.Config, stored *app.GitHubAppCredentials, log *slog.Logger) (*gitHub, error) {
+	appID, webhookSecret := cfg.GitHub.AppID, cfg.GitHub.WebhookSecret.Reveal()
+	var pem []byte
+	switch {
+	case appID != 0:
+		var err error
+		if pem, err = os.ReadFile(cfg.GitHub.PrivateKeyFile); err != nil {
+			return nil, fmt.Errorf("read GITHUB_APP_PRIVATE_KEY_FILE: %w", err)
+		}
+	case stored != nil:
+		appID, pem = stored.AppID, []byte(stored.PrivateKeyPEM)
+		if webhookSecret == "" {
+			webhookSecret = stored.WebhookSecret
+		}
+		log.Info("using the GitHub App created through /setup", "app_id", appID, "slug", stored.Slug)
+	default:
 		return nil, nil
 	}
-	pem, err := os.ReadFile(cfg.GitHub.PrivateKeyFile)
-	if err != nil {
-		return nil, fmt.Errorf("read GITHUB_APP_PRIVATE_KEY_FILE: %w", err)
-	}
-	ghApp, err := gh.NewApp(gh.AppConfig{AppID: cfg.GitHub.AppID, PrivateKeyPEM: pem,
+	ghApp, err := gh.NewApp(gh.AppConfig{AppID: appID, PrivateKeyPEM: pem,
 		APIURL: cfg.GitHub.APIURL, WebURL: cfg.GitHub.WebURL, Logger: log})
 	if err != nil {
 		return nil, fmt.Errorf("GitHub App: %w", err)
@@ -47,7 +61,7 @@ func newGitHub(ctx context.Context, cfg *config.Config, log *slog.Logger) (*gitH
 	if err != nil {
 		return nil, fmt.Errorf("GitHub forge: %w", err)
 	}
-	g := &gitHub{app: ghApp, forge: forge}
+	g := &gitHub{app: ghApp, forge: forge, webhookSecret: webhookSecret}
 	// The App's own login (<slug>[bot]) must never trigger a run.
 	if a, _, err := ghApp.AppClient().Apps.Get(ctx, ""); err == nil {
 		g.slug = a.GetSlug()
@@ -104,8 +118,8 @@ func (g *gitHub) start(cfg *config.Config, svc *app.Service, store *sqlite.Store
 		}
 		g.poller = poller
 	}
-	if cfg.GitHub.WebhookSecret.IsSet() {
-		wh, err := gh.NewWebhook(gh.WebhookConfig{Secret: []byte(cfg.GitHub.WebhookSecret.Reveal()), Deliveries: store, Sink: processor, Logger: log})
+	if g.webhookSecret != "" {
+		wh, err := gh.NewWebhook(gh.WebhookConfig{Secret: []byte(g.webhookSecret), Deliveries: store, Sink: processor, Logger: log})
 		if err != nil {
 			return err
 		}
@@ -131,4 +145,22 @@ func (g *gitHub) run(ctx context.Context) error {
 		}
 	}
 	return errors.Join(errs...)
+}
+
+// manifestFlow serves GET /setup, which creates the App on GitHub and
+// stores it sealed; the next start uses it.
+func manifestFlow(cfg *config.Config, store app.Store, keys app.Secrets, log *slog.Logger) (*gh.ManifestFlow, error) {
+	public := cfg.PublicURL
+	if public == "" {
+		public = "http://" + cfg.Addr
+	}
+	return gh.NewManifestFlow(gh.ManifestFlowOptions{
+		Manifest: asb.AppManifest, PublicURL: public, WebURL: cfg.GitHub.WebURL, APIURL: cfg.GitHub.APIURL, Logger: log,
+		Save: func(ctx context.Context, c app.GitHubAppCredentials) error {
+			return app.SaveGitHubApp(ctx, store, keys, nil, "operator", c)
+		},
+		Current: func(ctx context.Context) (app.GitHubAppCredentials, bool, error) {
+			return app.LoadGitHubApp(ctx, store, keys)
+		},
+	})
 }

@@ -40,7 +40,7 @@ func runServe(ctx context.Context, env *environment, args []string) int {
 		return 1
 	}
 	defer store.Close()
-	_, keyFile, keyCreated, err := openKeyring(ctx, cfg, store, true)
+	keys, keyFile, keyCreated, err := openKeyring(ctx, cfg, store, true)
 	if err != nil {
 		log.Error("cannot use the secrets key", "err", err)
 		return 1
@@ -78,7 +78,18 @@ func runServe(ctx context.Context, env *environment, args []string) int {
 		}
 		hostsReady = fleetCheck(fleet)
 	}
-	ghs, err := newGitHub(ctx, cfg, log.With("component", "github"))
+	var storedApp *app.GitHubAppCredentials
+	if cfg.GitHub.AppID == 0 {
+		c, ok, err := app.LoadGitHubApp(ctx, store, keys)
+		if err != nil {
+			log.Error("cannot read the GitHub App stored by /setup", "err", err)
+			return 1
+		}
+		if ok {
+			storedApp = &c
+		}
+	}
+	ghs, err := newGitHub(ctx, cfg, storedApp, log.With("component", "github"))
 	if err != nil {
 		log.Error("cannot set up the GitHub App", "err", err)
 		return 1
