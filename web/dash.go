@@ -253,6 +253,10 @@ func (d *dash) mount(r chi.Router) {
 	// consoles free of 404s.
 	r.Get("/favicon.ico", func(w http.ResponseWriter, r *http.Request) { w.WriteHeader(http.StatusNoContent) })
 	r.Get("/", d.landing)
+	if d.o.SetupCallback != nil {
+		r.Get("/setup/callback", d.o.SetupCallback.ServeHTTP)
+		r.Get("/setup/installed", d.o.SetupCallback.ServeHTTP)
+	}
 	// Tokens are long and random; the limit keeps a guesser from trying
 	// many anyway, and keeps sign-in cheap to serve.
 	r.With(httprate.LimitBy(signInsPerMinute, time.Minute, func(r *http.Request) (string, error) {

@@ -86,6 +86,11 @@ type Options struct {
 	// dashboard's sign-in (cookie or bearer). Its changes need the page's
 	// CSRF token or a same-origin Origin header.
 	Setup http.Handler
+	// SetupCallback, when set, serves /setup/callback and /setup/installed
+	// without the sign-in: GitHub's redirect back is a cross-site
+	// navigation that carries no SameSite=Strict cookie, so the handler
+	// binds the request to the operator's browser itself.
+	SetupCallback http.Handler
 
 	// beforeEvent, set by tests, runs before each event is written to a stream.
 	beforeEvent func(app.Event)

@@ -31,7 +31,12 @@ type ghFixture struct {
 
 func newGHFixture(t *testing.T, extra ...string) ghFixture {
 	t.Helper()
-	srv := githubtest.New(t, githubtest.Options{})
+	return newGHFixtureWith(t, githubtest.Options{}, extra...)
+}
+
+func newGHFixtureWith(t *testing.T, opts githubtest.Options, extra ...string) ghFixture {
+	t.Helper()
+	srv := githubtest.New(t, opts)
 	srv.CreateRepo("acme", "api", map[string]string{"README.md": "# api\n"})
 	srv.Commit("acme/api", "feature", "start the feature", map[string]string{"feature.go": "package api\n"})
 	srv.AddUser("octo")

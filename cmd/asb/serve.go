@@ -120,6 +120,10 @@ func runServe(ctx context.Context, env *environment, args []string) int {
 	var guidance []string
 	for _, g := range cfg.Unconfigured() {
 		// serve has just made sure an operator token exists.
+		// An App created through /setup stands in for the App variables.
+		if storedApp != nil && (strings.HasPrefix(g, "No GitHub App") || strings.HasPrefix(g, "No GITHUB_WEBHOOK_SECRET")) {
+			continue
+		}
 		if !strings.HasPrefix(g, "No MCP_HTTP_TOKEN") {
 			guidance = append(guidance, g)
 		}
@@ -132,11 +136,18 @@ func runServe(ctx context.Context, env *environment, args []string) int {
 		operatorVerifier(token), asbmcp.HTTPOptions{Logger: log.With("component", "mcp")})
 	// Closed at shutdown so live streams end instead of holding it up.
 	stopStreams := make(chan struct{})
-	// With a system-chosen port the address is known only after listening;
-	// the dashboard then uses the address each request came to.
-	dashURL := cfg.PublicURL
-	if strings.HasSuffix(dashURL, ":0") {
-		dashURL = ""
+	ln, err := net.Listen("tcp", cfg.Addr)
+	if err != nil {
+		log.Error("cannot listen", "addr", cfg.Addr, "err", err)
+		return 1
+	}
+	if strings.HasSuffix(cfg.PublicURL, ":0") {
+		cfg.PublicURL = "http://" + ln.Addr().String() // port chosen by the system
+	}
+	setup, err := manifestFlow(cfg, store, keys, log.With("component", "github"))
+	if err != nil {
+		log.Error("cannot set up the GitHub App manifest flow", "err", err)
+		return 1
 	}
 	handler := web.New(web.Options{
 		Service: svc,
@@ -146,7 +157,7 @@ func runServe(ctx context.Context, env *environment, args []string) int {
 			{Name: "sandbox_hosts", Required: true, Err: hostsReady},
 			{Name: "github_app", Err: func(context.Context) error {
 				if ghs == nil {
-					return errors.New("no GitHub App configured: set GITHUB_APP_ID and GITHUB_APP_PRIVATE_KEY_FILE (see docs/configuration.md)")
+					return errors.New("no GitHub App configured: open /setup to create one on GitHub, or set GITHUB_APP_ID and GITHUB_APP_PRIVATE_KEY_FILE (see docs/github-app.md)")
 				}
 				return nil
 			}},
@@ -159,7 +170,9 @@ func runServe(ctx context.Context, env *environment, args []string) int {
 		StopStreams:        stopStreams,
 		Webhook:            webhook,
 		MCP:                mcpHandler,
-		PublicURL:          dashURL,
+		PublicURL:          cfg.PublicURL,
+		Setup:              setup.Start(),
+		SetupCallback:      setup.Callback(),
 		Boxes: func(ctx context.Context) (boxes []app.Box, err error) {
 			err = store.View(ctx, func(tx app.Tx) error {
 				boxes, err = tx.ListBoxes("")
@@ -169,11 +182,6 @@ func runServe(ctx context.Context, env *environment, args []string) int {
 		},
 	})
 
-	ln, err := net.Listen("tcp", cfg.Addr)
-	if err != nil {
-		log.Error("cannot listen", "addr", cfg.Addr, "err", err)
-		return 1
-	}
 	srv := &http.Server{
 		Handler:           handler,
 		ReadHeaderTimeout: 10 * time.Second,
@@ -200,9 +208,6 @@ func runServe(ctx context.Context, env *environment, args []string) int {
 	}
 	srvDone := make(chan error, 1)
 	go func() { srvDone <- srv.Serve(ln) }()
-	if strings.HasSuffix(cfg.PublicURL, ":0") {
-		cfg.PublicURL = "http://" + ln.Addr().String() // port chosen by the system
-	}
 	log.Info("asb is listening", "addr", ln.Addr().String(), "public_url", cfg.PublicURL, "data_dir", cfg.DataDir, "version", version)
 	if env.ready != nil {
 		env.ready <- ln.Addr().String()
