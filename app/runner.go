@@ -225,6 +225,7 @@ func (s *Service) start(ctx context.Context, r Run, sess Session) error {
 	if err != nil {
 		return err
 	}
+	s.releaseWorkspaces(ctx, sess)
 	return s.commit(ctx, func(tx Tx, emit func(Event)) error {
 		cur, err := tx.GetRun(r.ID)
 		if err != nil {
