@@ -402,8 +402,12 @@ func (s *Service) finish(ctx context.Context, id RunID) error {
 	var result PublishResult
 	var note string
 	failed := r.ExitCode != 0
-	if !failed && len(sess.Sources) > 0 {
-		bundles, err := s.sandbox.Collect(ctx, sess.Box, sess.Sources)
+	sources := publishable(sess.Sources)
+	if !failed && len(sources) < len(sess.Sources) {
+		note = "an uploaded working tree names no repository: its commits stay in the box"
+	}
+	if !failed && len(sources) > 0 {
+		bundles, err := s.sandbox.Collect(ctx, sess.Box, sources)
 		if err != nil {
 			return err
 		}

@@ -99,6 +99,18 @@ func (s *Service) releaseWorkspaces(ctx context.Context, sess Session) {
 	}
 }
 
+// publishable drops the sources that name no repository (uploaded working
+// trees): their commits have nowhere to go and stay in the box.
+func publishable(sources []Source) []Source {
+	var out []Source
+	for _, src := range sources {
+		if src.Repo != "" {
+			out = append(out, src)
+		}
+	}
+	return out
+}
+
 func (s *Service) releaseWorkspace(ctx context.Context, id string) {
 	if s.workspaces == nil {
 		return

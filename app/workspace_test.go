@@ -23,8 +23,18 @@ func TestDelegateShipsAnUploadedWorkspaceOnce(t *testing.T) {
 		mu.Unlock()
 		return nil
 	}
+	// The agent commits in the uploaded tree: with no repository to push
+	// to, the commits stay in the box and the run still succeeds.
+	sb.Bundles = func(box app.BoxRef, sources []app.Source) []app.Bundle {
+		var out []app.Bundle
+		for _, src := range sources {
+			out = append(out, app.Bundle{Source: src, Path: "/tmp/x.bundle", Commits: []string{"abc"}})
+		}
+		return out
+	}
+	forge := &apptest.FakeForge{}
 	store := apptest.NewMemStore()
-	svc := app.NewService(app.Deps{Store: store, Sandbox: sb, Workspaces: ws}, app.Config{PollInterval: time.Millisecond})
+	svc := app.NewService(app.Deps{Store: store, Sandbox: sb, Forge: forge, Workspaces: ws}, app.Config{PollInterval: time.Millisecond})
 	ctx, cancel := context.WithCancel(context.Background())
 	done := make(chan error, 1)
 	go func() { done <- svc.Run(ctx) }()
@@ -66,8 +76,11 @@ func TestDelegateShipsAnUploadedWorkspaceOnce(t *testing.T) {
 	}
 	waitFor(t, "the run to finish", func() bool {
 		v, err := svc.Session(alice, d.Session.ID)
-		return err == nil && v.Current != nil && v.Current.State == app.StateDone
+		return err == nil && v.Current != nil && v.Current.State.Terminal()
 	})
+	if v, _ := svc.Session(alice, d.Session.ID); v.Current.State != app.StateDone || len(forge.Calls()) != 0 {
+		t.Fatalf("run %s (%s), %d publish calls", v.Current.State, v.Current.Error, len(forge.Calls()))
+	}
 	mu.Lock()
 	shipped := specs[0].Sources[0].LocalPath
 	mu.Unlock()
