@@ -35,6 +35,10 @@ func runMCP(ctx context.Context, env *environment, args []string) int {
 	o := asbmcp.BridgeOptions{Endpoint: c.url("/mcp", nil), Token: c.token, Version: version}
 	if cfg.WorkspaceDir != "" {
 		o.Workspace = workspaceUpload(c, cfg.WorkspaceDir, cfg.WorkspaceMaxBytes)
+		// Said at start too, so a misconfiguration shows in the IDE's MCP log.
+		if _, err := workspace.Root(ctx, cfg.WorkspaceDir); err != nil {
+			fmt.Fprintf(env.stderr, "asb mcp: warning: WORKSPACE_DIR: %v; delegations of the local tree will be refused\n", err)
+		}
 	}
 	server, closeRemote, err := asbmcp.Bridge(ctx, o)
 	if err != nil {

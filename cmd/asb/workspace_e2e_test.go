@@ -153,3 +153,50 @@ func writeTestFile(t *testing.T, path, body string) {
 		t.Fatal(err)
 	}
 }
+
+// TestMCPStdioRefusesAFolderWithoutGit checks that a WORKSPACE_DIR that is
+// not a git checkout is reported at start and refuses "delegate this" with
+// a message saying why, and that nothing is uploaded or started.
+func TestMCPStdioRefusesAFolderWithoutGit(t *testing.T) {
+	data := filepath.Join(t.TempDir(), "data")
+	env, _, _ := testEnv(t, data, "MCP_HTTP_TOKEN="+e2eToken, "WAIT_TIMEOUT_MS=1000")
+	addr, stop := startServe(t, env)
+	defer stop()
+	plain := t.TempDir()
+	writeTestFile(t, filepath.Join(plain, ".ssh", "id_ed25519"), "PRIVATE-KEY")
+
+	cmd := exec.Command(asbBinary(t), "mcp")
+	cmd.Env = []string{"ASB_URL=http://" + addr, "MCP_HTTP_TOKEN=" + e2eToken, "ASB_DATA_DIR=" + data,
+		"WORKSPACE_DIR=" + plain, "HOME=" + t.TempDir(), "PATH=" + os.Getenv("PATH")}
+	stderr := &syncBuffer{}
+	cmd.Stderr = stderr
+	ctx, cancel := context.WithTimeout(context.Background(), 60*time.Second)
+	defer cancel()
+	session, err := sdkmcp.NewClient(&sdkmcp.Implementation{Name: "ide", Version: "1"}, nil).
+		Connect(ctx, &sdkmcp.CommandTransport{Command: cmd}, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer session.Close()
+	res, err := session.CallTool(ctx, &sdkmcp.CallToolParams{Name: "delegate", Arguments: map[string]any{"task": "look at this"}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	text := res.Content[0].(*sdkmcp.TextContent).Text
+	if !res.IsError || !strings.Contains(text, "not inside a git repository") || !strings.Contains(text, "git init") {
+		t.Fatalf("delegate in a folder without git: %v %s", res.IsError, text)
+	}
+	if !strings.Contains(stderr.String(), "warning: WORKSPACE_DIR") {
+		t.Fatalf("no start-up warning on stderr: %q", stderr.String())
+	}
+	c := &e2eClient{t: t, base: "http://" + addr}
+	var fleet struct {
+		Sessions []json.RawMessage `json:"sessions"`
+	}
+	if code := c.do("GET", "/fleet.json", nil, &fleet); code != 200 || len(fleet.Sessions) != 0 {
+		t.Fatalf("fleet: %d, %d sessions", code, len(fleet.Sessions))
+	}
+	if left, _ := os.ReadDir(filepath.Join(data, "workspaces")); len(left) != 0 {
+		t.Fatalf("something was uploaded: %v", left)
+	}
+}

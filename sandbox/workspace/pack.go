@@ -39,16 +39,9 @@ type entry struct {
 // on this machine (keys, .env files, build output).
 func List(ctx context.Context, dir string, l Limits) (*Tree, error) {
 	l = l.withDefaults()
-	top, err := git(ctx, dir, "rev-parse", "--show-toplevel")
+	root, err := Root(ctx, dir)
 	if err != nil {
-		if errors.Is(err, exec.ErrNotFound) {
-			return nil, fmt.Errorf("git is not installed; it is needed to list %s", dir)
-		}
-		return nil, fmt.Errorf("%s is not inside a git repository; run git init there (asb ships what git would commit, so .gitignore decides what leaves this machine)", dir)
-	}
-	root := strings.TrimRight(string(top), "\n")
-	if fi, err := os.Lstat(filepath.Join(root, ".git")); err != nil || !fi.IsDir() {
-		return nil, fmt.Errorf("%s has no .git folder (a linked worktree or a submodule); point WORKSPACE_DIR at the main checkout", root)
+		return nil, err
 	}
 	out, err := git(ctx, root, "ls-files", "-z", "--cached", "--others", "--exclude-standard")
 	if err != nil {
@@ -113,6 +106,23 @@ func List(ctx context.Context, dir string, l Limits) (*Tree, error) {
 	sort.Slice(t.entries, func(i, j int) bool { return t.entries[i].rel < t.entries[j].rel })
 	t.Bytes += 1024 // the end-of-archive blocks
 	return t, nil
+}
+
+// Root returns the top folder of the git repository that holds dir, or
+// says why that tree cannot be shipped.
+func Root(ctx context.Context, dir string) (string, error) {
+	top, err := git(ctx, dir, "rev-parse", "--show-toplevel")
+	if err != nil {
+		if errors.Is(err, exec.ErrNotFound) {
+			return "", fmt.Errorf("git is not installed; it is needed to list %s", dir)
+		}
+		return "", fmt.Errorf("%s is not inside a git repository; run git init there (asb ships what git would commit, so .gitignore decides what leaves this machine)", dir)
+	}
+	root := strings.TrimRight(string(top), "\n")
+	if fi, err := os.Lstat(filepath.Join(root, ".git")); err != nil || !fi.IsDir() {
+		return "", fmt.Errorf("%s has no .git folder (a linked worktree or a submodule); point WORKSPACE_DIR at the main checkout", root)
+	}
+	return root, nil
 }
 
 // Pack writes the tree as a tar stream. A file that changes size while it
