@@ -92,6 +92,10 @@ type Source struct {
 	// entry's working directory). Surfaces never take it from a network
 	// request; it is stored so a restarted controller can still ship it.
 	LocalPath string `json:"local_path,omitempty"`
+	// Workspace is an uploaded working tree (Workspaces) that a network
+	// caller may name instead of a path; Delegate claims it and fills
+	// LocalPath, and it is deleted once the box holds it.
+	Workspace string `json:"workspace,omitempty"`
 }
 
 // SessionState is the lifecycle of a session's box and conversation.

@@ -225,6 +225,7 @@ func (s *Service) start(ctx context.Context, r Run, sess Session) error {
 	if err != nil {
 		return err
 	}
+	s.releaseWorkspaces(ctx, sess)
 	return s.commit(ctx, func(tx Tx, emit func(Event)) error {
 		cur, err := tx.GetRun(r.ID)
 		if err != nil {
@@ -401,8 +402,12 @@ func (s *Service) finish(ctx context.Context, id RunID) error {
 	var result PublishResult
 	var note string
 	failed := r.ExitCode != 0
-	if !failed && len(sess.Sources) > 0 {
-		bundles, err := s.sandbox.Collect(ctx, sess.Box, sess.Sources)
+	sources := publishable(sess.Sources)
+	if !failed && len(sources) < len(sess.Sources) {
+		note = "an uploaded working tree names no repository: its commits stay in the box"
+	}
+	if !failed && len(sources) > 0 {
+		bundles, err := s.sandbox.Collect(ctx, sess.Box, sources)
 		if err != nil {
 			return err
 		}

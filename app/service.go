@@ -55,6 +55,8 @@ type Deps struct {
 	Clock  Clock
 	Bus    *Bus
 	Logger *slog.Logger
+	// Workspaces may be nil; uploaded working trees are then refused.
+	Workspaces Workspaces
 }
 
 // Service is the one set of handlers every surface calls. All methods are
@@ -68,6 +70,8 @@ type Service struct {
 	bus     *Bus
 	log     *slog.Logger
 	cfg     Config
+	// workspaces may be nil (no uploads accepted).
+	workspaces Workspaces
 
 	wake chan struct{}
 
@@ -94,16 +98,17 @@ func NewService(d Deps, cfg Config) *Service {
 		d.Logger = slog.New(slog.DiscardHandler)
 	}
 	return &Service{
-		store:   d.Store,
-		sandbox: d.Sandbox,
-		forge:   d.Forge,
-		clock:   d.Clock,
-		bus:     d.Bus,
-		log:     d.Logger,
-		cfg:     cfg.withDefaults(),
-		wake:    make(chan struct{}, 1),
-		workers: make(map[RunID]context.CancelFunc),
-		secrets: make(map[TurnRef]map[string]string),
+		store:      d.Store,
+		sandbox:    d.Sandbox,
+		forge:      d.Forge,
+		clock:      d.Clock,
+		bus:        d.Bus,
+		log:        d.Logger,
+		cfg:        cfg.withDefaults(),
+		workspaces: d.Workspaces,
+		wake:       make(chan struct{}, 1),
+		workers:    make(map[RunID]context.CancelFunc),
+		secrets:    make(map[TurnRef]map[string]string),
 	}
 }
 
@@ -229,7 +234,15 @@ func (s *Service) checkDelegate(req *DelegateRequest) error {
 				src.Dir = name
 			}
 		}
-		if src.Repo == "" && src.LocalPath == "" {
+		if src.Workspace != "" {
+			if err := CheckWorkspaceID(src.Workspace); err != nil {
+				return err
+			}
+			if src.Repo != "" || src.LocalPath != "" || src.Ref != "" {
+				return Errorf(EINVALID, "a source is either a repository or an uploaded workspace, not both")
+			}
+		}
+		if src.Repo == "" && src.LocalPath == "" && src.Workspace == "" {
 			return Errorf(EINVALID, "a source needs a repository")
 		}
 		if src.Ref != "" {
@@ -268,6 +281,12 @@ func (s *Service) Delegate(ctx context.Context, req DelegateRequest) (Delegation
 		return Delegation{}, err
 	}
 	if err := s.checkDelegate(&req); err != nil {
+		return Delegation{}, err
+	}
+	// Copied so the caller's slice never sees the controller's paths.
+	req.Sources = append([]Source(nil), req.Sources...)
+	release, err := s.takeWorkspaces(ctx, a.Account, req.Sources)
+	if err != nil {
 		return Delegation{}, err
 	}
 	now := s.clock.Now()
@@ -314,6 +333,10 @@ func (s *Service) Delegate(ctx context.Context, req DelegateRequest) (Delegation
 		out = d
 		return err
 	})
+	if err != nil || out.Continued {
+		// A workspace is only kept for the new session that ships it.
+		release()
+	}
 	if err != nil {
 		return Delegation{}, err
 	}

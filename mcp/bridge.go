@@ -2,9 +2,11 @@ package mcp
 
 import (
 	"context"
+	"encoding/json"
 	"fmt"
 	"io"
 	"net/http"
+	"strings"
 	"sync"
 
 	sdkmcp "github.com/modelcontextprotocol/go-sdk/mcp"
@@ -17,6 +19,29 @@ type BridgeOptions struct {
 	// Token is sent as the bearer token on every request.
 	Token   string
 	Version string
+	// Workspace, when set, ships the IDE's working tree with the delegate
+	// calls that want it (WORKSPACE_DIR).
+	Workspace *WorkspaceUpload
+}
+
+// WorkspaceUpload says where and how the bridge uploads a working tree.
+type WorkspaceUpload struct {
+	// URL is the controller's POST /workspaces.
+	URL string
+	// Dir is the working tree, for messages.
+	Dir string
+	// Prepare lists the tree. It is called once per delegation, so every
+	// delegation ships the tree as it is at that moment.
+	Prepare func(ctx context.Context) (Tree, error)
+}
+
+// Tree is a listed working tree, ready to stream.
+type Tree struct {
+	Files int
+	// Bytes is the size of the tar stream.
+	Bytes int64
+	// Write streams the tree as a tar archive.
+	Write func(ctx context.Context, w io.Writer) error
 }
 
 // Bridge connects to a running controller's Streamable HTTP endpoint and
@@ -49,11 +74,21 @@ func Bridge(ctx context.Context, o BridgeOptions) (*sdkmcp.Server, func() error,
 		remote.Close()
 		return nil, nil, fmt.Errorf("list the controller's tools: %w", err)
 	}
+	hc := &http.Client{Transport: bearerTransport{token: o.Token, next: http.DefaultTransport}}
 	server := sdkmcp.NewServer(&sdkmcp.Implementation{Name: "asb", Version: o.Version}, &sdkmcp.ServerOptions{Instructions: instructions})
 	for _, t := range tools.Tools {
 		name := t.Name
 		server.AddTool(t, func(ctx context.Context, req *sdkmcp.CallToolRequest) (*sdkmcp.CallToolResult, error) {
 			params := &sdkmcp.CallToolParams{Name: name, Arguments: req.Params.Arguments}
+			if name == "delegate" && o.Workspace != nil {
+				args, failed := shipWorkspace(ctx, req, hc, o.Workspace)
+				if failed != nil {
+					return failed, nil
+				}
+				if args != nil {
+					params.Arguments = args
+				}
+			}
 			if tok := req.Params.GetProgressToken(); tok != nil {
 				params.Meta = sdkmcp.Meta{"progressToken": tok}
 				mu.Lock()
@@ -95,3 +130,76 @@ func ServeStdio(ctx context.Context, server *sdkmcp.Server, r io.Reader, w io.Wr
 type nopWriteCloser struct{ io.Writer }
 
 func (nopWriteCloser) Close() error { return nil }
+
+// shipWorkspace uploads the working tree when a delegate call wants it:
+// source "local", or no source and no repository named (the original
+// "delegate this"). It returns the arguments to forward (nil: unchanged),
+// or a tool error for the caller.
+func shipWorkspace(ctx context.Context, req *sdkmcp.CallToolRequest, hc *http.Client, w *WorkspaceUpload) (map[string]any, *sdkmcp.CallToolResult) {
+	var args map[string]any
+	if err := json.Unmarshal(req.Params.Arguments, &args); err != nil || args == nil {
+		return nil, nil // the controller reports malformed arguments
+	}
+	str := func(k string) string { s, _ := args[k].(string); return strings.TrimSpace(s) }
+	repos, _ := args["repos"].([]any)
+	named := str("repo") != "" || len(repos) > 0
+	switch {
+	case str("workspace") != "", strings.TrimSpace(str("task")) == "":
+		return nil, nil // already uploaded, or the controller asks for the task first
+	case str("source") == "local" && named:
+		return nil, toolFailure("invalid repo: source local ships WORKSPACE_DIR (%s) as the task's repository; leave repo and repos empty, or use source git for GitHub repositories", w.Dir)
+	case str("source") == "local", str("source") == "" && !named:
+	default:
+		return nil, nil
+	}
+	tree, err := w.Prepare(ctx)
+	if err != nil {
+		return nil, toolFailure("could not ship the local working tree: %v. Tell the user; or delegate with source git and repo owner/name.", err)
+	}
+	if tok := req.Params.GetProgressToken(); tok != nil {
+		_ = req.Session.NotifyProgress(ctx, &sdkmcp.ProgressNotificationParams{ProgressToken: tok,
+			Message: fmt.Sprintf("uploading workspace (%d files, %.1f MiB)", tree.Files, float64(tree.Bytes)/(1<<20))})
+	}
+	id, err := upload(ctx, hc, w.URL, tree)
+	if err != nil {
+		return nil, toolFailure("could not upload the local working tree %s: %v", w.Dir, err)
+	}
+	args["workspace"] = id
+	args["source"] = "local"
+	return args, nil
+}
+
+// upload streams the tree to POST /workspaces and returns its id.
+func upload(ctx context.Context, hc *http.Client, url string, tree Tree) (string, error) {
+	pr, pw := io.Pipe()
+	go func() { pw.CloseWithError(tree.Write(ctx, pw)) }()
+	defer pr.Close()
+	req, err := http.NewRequestWithContext(ctx, http.MethodPost, url, pr)
+	if err != nil {
+		return "", err
+	}
+	req.Header.Set("Content-Type", "application/x-tar")
+	resp, err := hc.Do(req)
+	if err != nil {
+		return "", err
+	}
+	defer resp.Body.Close()
+	var out struct {
+		Workspace string `json:"workspace"`
+		Error     string `json:"error"`
+	}
+	body, _ := io.ReadAll(io.LimitReader(resp.Body, 64<<10))
+	_ = json.Unmarshal(body, &out)
+	if resp.StatusCode/100 != 2 || out.Workspace == "" {
+		msg := out.Error
+		if msg == "" {
+			msg = http.StatusText(resp.StatusCode)
+		}
+		return "", fmt.Errorf("the controller answered %d: %s", resp.StatusCode, msg)
+	}
+	return out.Workspace, nil
+}
+
+func toolFailure(format string, args ...any) *sdkmcp.CallToolResult {
+	return &sdkmcp.CallToolResult{IsError: true, Content: []sdkmcp.Content{&sdkmcp.TextContent{Text: fmt.Sprintf(format, args...)}}}
+}

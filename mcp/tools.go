@@ -26,6 +26,8 @@ type DelegateInput struct {
 	Repos        []RepoInput `json:"repos,omitempty" jsonschema:"several repositories for one task; each lands in /workspace/<name> in ONE box and gets its own PR"`
 	Ref          string      `json:"ref,omitempty" jsonschema:"branch, tag or commit of repo to start from"`
 	AllowDomains []string    `json:"allowDomains,omitempty" jsonschema:"extra internet domains the box may reach (egress is deny-by-default), e.g. api.example.com or *.example.com"`
+	Source       string      `json:"source,omitempty" jsonschema:"local: work on the user's local working tree (uncommitted changes included), shipped by asb mcp when WORKSPACE_DIR is set; git: check repo/repos out from GitHub. Default: local when WORKSPACE_DIR is set and no repo is given, otherwise git"`
+	Workspace    string      `json:"workspace,omitempty" jsonschema:"id of an uploaded working tree (ws_…); set by asb mcp when WORKSPACE_DIR is set; do not invent"`
 }
 
 // SessionInput names a session.
@@ -121,7 +123,7 @@ NEVER say the delegation was cancelled or declined, and never say you'll "report
 
 const delegateDesc = `Delegate a coding task to an agent in an isolated sandbox (a microVM with the repo checked out).
 INTERACTIVE — this call ships the repo, launches the in-box agent, and BLOCKS until the agent either FINISHES or PAUSES to ask a question (or the wait timeout passes).
-Use repo for one GitHub repository (owner/name, optional ref), repos for several (each lands in /workspace/<name> in ONE box and gets its own PR), or neither for a task-only run. Missing info is asked back, not failed: if the result asks you something, answer it and call delegate again.` + protocol
+Use repo for one GitHub repository (owner/name, optional ref), repos for several (each lands in /workspace/<name> in ONE box and gets its own PR), or neither for a task-only run. source "local" ("delegate THIS") ships the user's local working tree instead, uncommitted changes included: that needs the local entry (asb mcp) started with WORKSPACE_DIR, which then fills workspace; never invent a workspace id. Missing info is asked back, not failed: if the result asks you something, answer it and call delegate again.` + protocol
 
 const statusDesc = `Reconnect to a delegated session and BLOCK until it FINISHES or PAUSES to ask (or the wait timeout passes).
 Use it when a delegate or resume call was interrupted or returned run:running. A waiting session is never cancelled: answer its question with resume.` + protocol
@@ -168,7 +170,10 @@ func (s *server) delegate(ctx context.Context, req *sdk.CallToolRequest, in Dele
 				"then call delegate again with task (and repo as owner/name if the work is in a repository)."),
 			RunOutput{State: "needs_input", Question: "Which task should the sandbox agent do?"}, nil
 	}
-	var sources []app.Source
+	sources, err := workspaceSource(in)
+	if err != nil {
+		return nil, RunOutput{}, err
+	}
 	if in.Repo != "" {
 		if _, _, err := app.ParseRepo(in.Repo); err != nil {
 			return nil, RunOutput{}, toolError("repo", "%s", app.ErrorMessage(err))
@@ -212,6 +217,36 @@ func (s *server) delegate(ctx context.Context, req *sdk.CallToolRequest, in Dele
 		head += fmt.Sprintf(" (queued behind %d run(s))", d.Position)
 	}
 	return s.block(ctx, req, d.Session.ID, head)
+}
+
+// workspaceSource checks source and workspace and returns the uploaded
+// working tree as a source, if the call names one.
+func workspaceSource(in DelegateInput) ([]app.Source, error) {
+	switch in.Source {
+	case "", "git", "local":
+	default:
+		return nil, toolError("source", "must be local or git")
+	}
+	if in.Workspace == "" {
+		if in.Source == "local" {
+			return nil, toolError("source", "local needs the local working tree, which only asb mcp started with WORKSPACE_DIR "+
+				"can upload: tell the user to set WORKSPACE_DIR (their project's absolute path) in this MCP server's env, "+
+				"or delegate with source git and repo owner/name")
+		}
+		return nil, nil
+	}
+	if err := app.CheckWorkspaceID(in.Workspace); err != nil {
+		return nil, toolError("workspace", "%s", app.ErrorMessage(err))
+	}
+	switch {
+	case in.Source == "git":
+		return nil, toolError("workspace", "an uploaded working tree is a local source; drop workspace or use source local")
+	case in.Repo != "" || len(in.Repos) > 0:
+		return nil, toolError("repo", "the uploaded working tree is the repository of this task; leave repo and repos empty (or use source git without workspace)")
+	case in.Ref != "":
+		return nil, toolError("ref", "the working tree is shipped as it is, on its current branch; leave ref empty")
+	}
+	return []app.Source{{Workspace: in.Workspace}}, nil
 }
 
 func (s *server) status(ctx context.Context, req *sdk.CallToolRequest, in SessionInput) (*sdk.CallToolResult, RunOutput, error) {

@@ -213,7 +213,12 @@ func (s *Sandbox) ship(ctx context.Context, m *MSB, box string, src app.Source) 
 		return err
 	}
 	dir, cleanup := src.LocalPath, func() {}
-	if dir == "" {
+	if dir != "" {
+		if _, err := os.Stat(dir); err != nil {
+			// An uploaded workspace is deleted once a box holds it.
+			return app.WrapError(app.EINVALID, err, "the working tree of %s is no longer on the controller (an upload is shipped once); delegate again", src.Dir)
+		}
+	} else {
 		if s.cfg.Fetch == nil {
 			return app.Errorf(app.EINVALID, "cannot fetch %s: no GitHub identity is configured", src.Repo)
 		}

@@ -8,6 +8,7 @@ import (
 	"net"
 	"net/http"
 	"os/signal"
+	"path/filepath"
 	"strings"
 	"syscall"
 	"time"
@@ -15,6 +16,7 @@ import (
 	"github.com/asb-dev/asb/app"
 	asbmcp "github.com/asb-dev/asb/mcp"
 	"github.com/asb-dev/asb/sandbox"
+	"github.com/asb-dev/asb/sandbox/workspace"
 	"github.com/asb-dev/asb/web"
 )
 
@@ -103,8 +105,15 @@ func runServe(ctx context.Context, env *environment, args []string) int {
 	if fleet != nil {
 		boxes = newSandbox(cfg, env, fleet, fetch, log.With("component", "sandbox"))
 	}
+	// Working trees uploaded by `asb mcp` wait here until a box holds them.
+	workspaces, err := workspace.NewStore(filepath.Join(cfg.DataDir, "workspaces"), workspace.Options{
+		Limits: workspace.Limits{MaxBytes: cfg.WorkspaceMaxBytes}, Logger: log.With("component", "workspaces")})
+	if err != nil {
+		log.Error("cannot set up the workspace folder", "err", err)
+		return 1
+	}
 	svc := app.NewService(app.Deps{
-		Store: store, Sandbox: boxes, Forge: forge, Logger: log.With("component", "core"),
+		Store: store, Sandbox: boxes, Forge: forge, Workspaces: workspaces, Logger: log.With("component", "core"),
 	}, app.Config{WaitTimeout: cfg.Agent.WaitTimeout, AskTimeout: cfg.Agent.AskTimeout})
 	var webhook http.Handler
 	if ghs != nil {
@@ -193,6 +202,8 @@ func runServe(ctx context.Context, env *environment, args []string) int {
 	svcCtx, stopSvc := context.WithCancel(context.WithoutCancel(ctx))
 	svcDone := make(chan error, 1)
 	go func() { svcDone <- svc.Run(svcCtx) }()
+	sweepDone := make(chan error, 1)
+	go func() { sweepDone <- workspaces.Run(svcCtx) }()
 	githubDone := make(chan error, 1)
 	if ghs != nil {
 		go func() { githubDone <- ghs.run(svcCtx) }()
@@ -229,6 +240,10 @@ func runServe(ctx context.Context, env *environment, args []string) int {
 	stopSvc()
 	if err := <-svcDone; err != nil {
 		log.Error("scheduler", "err", err)
+		code = 1
+	}
+	if err := <-sweepDone; err != nil {
+		log.Error("workspace sweep", "err", err)
 		code = 1
 	}
 	if err := <-githubDone; err != nil {

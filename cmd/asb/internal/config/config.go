@@ -29,6 +29,8 @@ type Config struct {
 	TrustProxy bool
 	// WorkspaceDir is the stdio MCP entry's local working tree (absolute).
 	WorkspaceDir string
+	// WorkspaceMaxBytes caps one uploaded working tree.
+	WorkspaceMaxBytes int64
 
 	OperatorToken Secret // MCP_HTTP_TOKEN; empty means generate one
 	SecretsKey    Secret // SECRETS_KEY; empty means <DataDir>/secrets.key
@@ -412,6 +414,7 @@ func (l *loader) loadServer(c *Config) {
 		}
 		return p, err
 	})
+	c.WorkspaceMaxBytes = l.integer("WORKSPACE_MAX_BYTES", 100<<20, 1<<20, 10<<30)
 }
 
 // listenAddr reads ASB_ADDR, or builds it from the first version's

@@ -41,6 +41,8 @@ func TestDefaults(t *testing.T) {
 		DataDir:   "./data",
 		LogFormat: "text",
 		LogLevel:  "info",
+		// 100 MiB
+		WorkspaceMaxBytes: 104857600,
 		Sandbox: SandboxConfig{
 			MSBPath:     "msb",
 			Image:       "node",
@@ -158,6 +160,7 @@ var validProbe = map[string][]string{
 	"LOG_FORMAT":                  {"LOG_FORMAT=JSON"},
 	"LOG_LEVEL":                   {"LOG_LEVEL=debug"},
 	"WORKSPACE_DIR":               {"WORKSPACE_DIR=/src/project"},
+	"WORKSPACE_MAX_BYTES":         {"WORKSPACE_MAX_BYTES=2097152"},
 	"MCP_HTTP_TOKEN":              {"MCP_HTTP_TOKEN=0123456789abcdef0123"},
 	"SECRETS_KEY":                 {"SECRETS_KEY=" + strings.Repeat("1f", 32)},
 	"MUTATIONS_PER_MINUTE":        {"MUTATIONS_PER_MINUTE=120"},
@@ -209,7 +212,7 @@ var validProbe = map[string][]string{
 // invalidProbe sets each variable to a bad value; the error must name it.
 var invalidProbe = map[string]string{
 	"ASB_ADDR": "nonsense", "ASB_PUBLIC_URL": "asb.example.com", "ASB_DATA_DIR": "a\x01b",
-	"ASB_TRUST_PROXY": "maybe", "LOG_FORMAT": "xml", "LOG_LEVEL": "trace", "WORKSPACE_DIR": "${workspaceFolder}",
+	"ASB_TRUST_PROXY": "maybe", "LOG_FORMAT": "xml", "LOG_LEVEL": "trace", "WORKSPACE_DIR": "${workspaceFolder}", "WORKSPACE_MAX_BYTES": "100M",
 	"MCP_HTTP_TOKEN": "short", "SECRETS_KEY": "abcd", "MUTATIONS_PER_MINUTE": "0",
 	"SANDBOX_HOSTS": "ssh://root@vps;id", "VPS_SSH": "vps-alias", "SSH_KEY_FILE": "~bob/k", "SSH_KNOWN_HOSTS": "~bob/kh",
 	"MSB_PATH": "msb --debug", "MSB_IMAGE": "-x", "MSB_SNAPSHOT": "a b", "MSB_MEMORY": "lots",

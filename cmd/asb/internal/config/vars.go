@@ -41,7 +41,9 @@ var vars = []Var{
 	{Name: "LOG_LEVEL", Section: SectionServer, Default: "info",
 		Description: "Log level: `debug`, `info`, `warn` or `error`."},
 	{Name: "WORKSPACE_DIR", Section: SectionServer,
-		Description: "`asb mcp` (stdio) only: absolute path of the IDE's working tree that \"delegate this\" ships to the box."},
+		Description: "`asb mcp` (stdio) only: absolute path of the IDE's working tree (inside a git repository). A `delegate` with `source: \"local\"`, or with no `repo`/`repos`, uploads what git would commit from it (uncommitted changes and untracked files included, `.gitignore` respected) plus `.git`, and the box works on that copy."},
+	{Name: "WORKSPACE_MAX_BYTES", Section: SectionServer, Default: "104857600",
+		Description: "Largest working tree (tar stream, `.git` included) `POST /workspaces` accepts, in bytes (1 MiB-10 GiB); larger uploads get 413. `asb mcp` checks it before uploading. Uploads are deleted once shipped into a box, or after an hour."},
 
 	// Auth
 	{Name: "MCP_HTTP_TOKEN", Section: SectionAuth, Secret: true,
