@@ -201,7 +201,7 @@ func TestDockerfile(t *testing.T) {
 			t.Errorf("line %d: RUN after USER", r.line)
 		}
 	}
-	for _, pkg := range []string{"ca-certificates", "openssh-client", "git"} {
+	for _, pkg := range []string{"ca-certificates", "openssh-client", "git", "sqlite3"} {
 		if !slices.ContainsFunc(runtime.all("RUN"), func(r instruction) bool {
 			return strings.Contains(r.args, "apt-get install") && slices.Contains(strings.Fields(r.args), pkg)
 		}) {
