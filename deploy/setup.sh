@@ -190,6 +190,12 @@ if [ "$code" = 255 ]; then
 			"or from here, with a password or another key that can log in: ssh-copy-id -i $key.pub -p $port $user@$host" \
 			"Then run setup.sh again."
 	fi
+	if grep -q 'Host key verification failed' "$err"; then
+		fail "the host's SSH key is not the one pinned for $entry in $known." \
+			"The host was reinstalled or re-keyed, or someone is intercepting the connection." \
+			"Only once the host's administrator confirms the new key: ssh-keygen -R '$entry' -f $known" \
+			"then run setup.sh again to pin the new key (compare the fingerprint it shows)."
+	fi
 	fail "cannot log in to $user@$host port $port with $key:" "$(sed 's/^/  /' "$err")"
 fi
 case $version in

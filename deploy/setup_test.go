@@ -220,18 +220,32 @@ func TestSetupScriptRefusals(t *testing.T) {
 		{"closed port", []string{"--yes", "ssh://asb@127.0.0.1:" + port}, 1, "cannot reach an SSH server at 127.0.0.1 port " + port},
 		{"no terminal to confirm", []string{fmt.Sprintf("ssh://%s@%s", sshd.User, sshd.Addr)}, 1, "run setup.sh again with --yes"},
 		{"no user", []string{"--yes", "ssh://127.0.0.1:22"}, 1, "has no user"},
+		{"host key changed", []string{"--yes", fmt.Sprintf("ssh://%s@%s", sshd.User, sshd.Addr)}, 1, "is not the one pinned"},
 		{"shell characters", []string{"--yes", "ssh://a@host;reboot"}, 1, "is not a host asb accepts"},
 		{"bad port", []string{"--yes", "ssh://a@host:99999"}, 1, "the port must be a number"},
 		{"no host", nil, 2, "Usage"},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			home := t.TempDir()
+			var stale []byte
+			if tc.name == "host key changed" {
+				// A pin for this address from before the host was re-keyed.
+				old := filepath.Join(t.TempDir(), "old_host_key")
+				if out, err := exec.Command("ssh-keygen", "-q", "-t", "ed25519", "-N", "", "-f", old).CombinedOutput(); err != nil {
+					t.Fatalf("ssh-keygen: %v %s", err, out)
+				}
+				pub, _ := os.ReadFile(old + ".pub")
+				f := strings.Fields(string(pub))
+				stale = []byte(fmt.Sprintf("[%s]:%d %s %s\n", sshd.Host, sshd.Port, f[0], f[1]))
+				os.MkdirAll(filepath.Join(home, "ssh"), 0o755)
+				os.WriteFile(filepath.Join(home, "ssh", "known_hosts"), stale, 0o644)
+			}
 			r := runSetup(t, home, tc.args...)
 			if r.code != tc.code || !strings.Contains(r.stderr, tc.want) {
 				t.Fatalf("exit %d, want %d and %q:\n%s%s", r.code, tc.code, tc.want, r.stdout, r.stderr)
 			}
-			if kh, err := os.ReadFile(filepath.Join(home, "ssh", "known_hosts")); err == nil && len(kh) > 0 {
-				t.Errorf("pinned a host key without confirmation: %s", kh)
+			if kh, err := os.ReadFile(filepath.Join(home, "ssh", "known_hosts")); err == nil && string(kh) != string(stale) {
+				t.Errorf("changed known_hosts: %s", kh)
 			}
 			if _, err := os.Stat(filepath.Join(home, ".env")); err == nil {
 				t.Error("wrote .env")
