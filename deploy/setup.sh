@@ -88,8 +88,10 @@ case $hostport in
 *) host=$hostport ;;
 esac
 case $user$host in *@* | *\[* | *\]*) fail "\"$target\" is not user@host[:port]." ;; esac
+case $user in -*) fail "\"$target\": a user name cannot start with -." ;; esac
+case $host in -*) fail "\"$target\": a host name cannot start with -." ;; esac
 case $port in
-'' | *[!0-9]*) fail "\"$target\": the port must be a number from 1 to 65535." ;;
+'' | 0* | *[!0-9]*) fail "\"$target\": the port must be a number from 1 to 65535." ;;
 esac
 [ "$port" -ge 1 ] && [ "$port" -le 65535 ] || fail "\"$target\": the port must be a number from 1 to 65535."
 [ -n "$host" ] || fail "\"$target\" has no host name."
@@ -107,7 +109,7 @@ fi
 
 if [ -n "$msb" ]; then
 	case $msb in
-	*[!A-Za-z0-9._/-]*) fail "--msb $msb: use a plain name or an absolute path (letters, digits, . _ - /)." ;;
+	-* | *[!A-Za-z0-9._/-]*) fail "--msb $msb: use a plain name or an absolute path (letters, digits, . _ - /)." ;;
 	esac
 fi
 msb_cmd=${msb:-msb}

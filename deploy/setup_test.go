@@ -223,6 +223,8 @@ func TestSetupScriptRefusals(t *testing.T) {
 		{"host key changed", []string{"--yes", fmt.Sprintf("ssh://%s@%s", sshd.User, sshd.Addr)}, 1, "is not the one pinned"},
 		{"shell characters", []string{"--yes", "ssh://a@host;reboot"}, 1, "is not a host asb accepts"},
 		{"bad port", []string{"--yes", "ssh://a@host:99999"}, 1, "the port must be a number"},
+		{"option as a user", []string{"--yes", "ssh://-v@host"}, 1, "cannot start with -"},
+		{"option as msb", []string{"--yes", "--msb", "-oProxyCommand", "ssh://a@host"}, 1, "use a plain name or an absolute path"},
 		{"no host", nil, 2, "Usage"},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
