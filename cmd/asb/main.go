@@ -47,6 +47,7 @@ func commands() []command {
 		{"watch", "follow one session live: agent output, state changes, questions", runWatch},
 		{"ask", "ask a session's read-only co-pilot a question (or one per line from stdin)", runAsk},
 		{"mcp", "serve the MCP tools on stdio for an IDE, forwarding to a running controller", runMCP},
+		{"healthcheck", "exit 0 if the controller on ASB_ADDR answers /healthz (container health checks)", runHealthcheck},
 		{"version", "print the version", runVersion},
 	}
 }
@@ -81,7 +82,7 @@ func usage(w io.Writer) {
 	var b strings.Builder
 	b.WriteString("asb runs coding agents in microVMs, driven from GitHub, MCP and a dashboard.\n\nUsage:\n  asb <command> [flags]\n\nCommands:\n")
 	for _, c := range commands() {
-		fmt.Fprintf(&b, "  %-9s %s\n", c.name, c.summary)
+		fmt.Fprintf(&b, "  %-11s %s\n", c.name, c.summary)
 	}
 	b.WriteString("\nRun 'asb <command> --help' for a command's flags. Configuration comes from the environment\nand a .env file in the working directory; see docs/configuration.md.\n")
 	io.WriteString(w, b.String())
