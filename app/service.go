@@ -55,6 +55,10 @@ type Deps struct {
 	Clock  Clock
 	Bus    *Bus
 	Logger *slog.Logger
+	// Secrets and GitHub, when both set, let owners store personal GitHub
+	// tokens (see identity.go).
+	Secrets Secrets
+	GitHub  GitHubProber
 }
 
 // Service is the one set of handlers every surface calls. All methods are
@@ -68,6 +72,8 @@ type Service struct {
 	bus     *Bus
 	log     *slog.Logger
 	cfg     Config
+	sealer  Secrets
+	github  GitHubProber
 
 	wake chan struct{}
 
@@ -101,6 +107,8 @@ func NewService(d Deps, cfg Config) *Service {
 		bus:     d.Bus,
 		log:     d.Logger,
 		cfg:     cfg.withDefaults(),
+		sealer:  d.Secrets,
+		github:  d.GitHub,
 		wake:    make(chan struct{}, 1),
 		workers: make(map[RunID]context.CancelFunc),
 		secrets: make(map[TurnRef]map[string]string),
