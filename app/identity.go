@@ -454,3 +454,18 @@ func (s *Service) GitHubPusher(ctx context.Context, q PushQuery) (Pusher, error)
 	}
 	return Pusher{}, needToken("no stored GitHub account can push to " + q.Repo)
 }
+
+type sessionKey struct{}
+
+// WithSession returns a context that tells adapters which session the
+// work is for, so that fetching a repository for the box can use the
+// same identity as publishing to it (see GitHubPusher).
+func WithSession(ctx context.Context, sess Session) context.Context {
+	return context.WithValue(ctx, sessionKey{}, sess)
+}
+
+// SessionFrom returns the session WithSession attached, if any.
+func SessionFrom(ctx context.Context) (Session, bool) {
+	s, ok := ctx.Value(sessionKey{}).(Session)
+	return s, ok && s.ID != ""
+}

@@ -255,6 +255,9 @@ type PublishResult struct {
 	Commits        []string `json:"commits,omitempty"`
 	PullRequestURL string   `json:"pull_request_url,omitempty"`
 	FilesChanged   int      `json:"files_changed,omitempty"`
+	// PushedAs is the GitHub login whose token pushed, or "app" for the
+	// GitHub App installation.
+	PushedAs string `json:"pushed_as,omitempty"`
 }
 
 // Clock is the core's only source of time.

@@ -9,6 +9,7 @@ import (
 	"path/filepath"
 	"strconv"
 	"strings"
+	"sync"
 	"time"
 
 	gh "github.com/google/go-github/v62/github"
@@ -18,7 +19,18 @@ import (
 
 // ForgeConfig configures a Forge.
 type ForgeConfig struct {
+	// App is the GitHub App; it may be nil when Users and Pushers are
+	// set, and then every push uses a stored personal token.
 	App *App
+	// Users builds clients that act as a person through a stored token.
+	Users *UserClients
+	// Pushers decides whose token pushes a run's commits; nil means
+	// always the App. Service.GitHubPusher implements it; SetPushers
+	// sets it after the Service exists.
+	Pushers Pushers
+	// WebURL is the web and git host (default the App's, else
+	// "https://github.com").
+	WebURL string
 	// WorkDir holds temporary clones (default os.TempDir()).
 	WorkDir string
 	// GitTimeout bounds one git command (default DefaultGitTimeout).
@@ -26,38 +38,80 @@ type ForgeConfig struct {
 	Logger     *slog.Logger
 }
 
-// Forge publishes a run's commits to GitHub as the App (app.Forge) and
-// fetches repositories for the sandbox (Fetch). Tokens are minted per
-// repository and reach git only through its environment.
+// Pushers picks who pushes to a repository; app.Service implements it.
+type Pushers interface {
+	GitHubPusher(ctx context.Context, q app.PushQuery) (app.Pusher, error)
+}
+
+// Forge publishes a run's commits to GitHub (app.Forge) and fetches
+// repositories for the sandbox (Fetch), as the requester through their
+// stored token when they have one that can push (SPEC §4.1 Identity),
+// else as the App. Tokens reach git only through its environment.
 type Forge struct {
-	app  *App
-	git  gitCmd
-	work string
-	log  *slog.Logger
+	app     *App
+	users   *UserClients
+	git     gitCmd
+	webURL  string
+	work    string
+	log     *slog.Logger
+	mu      sync.Mutex
+	pushers Pushers
 }
 
 var _ app.Forge = (*Forge)(nil)
 
 // NewForge builds a Forge.
 func NewForge(cfg ForgeConfig) (*Forge, error) {
-	if cfg.App == nil {
-		return nil, app.Errorf(app.EINVALID, "the forge needs a GitHub App")
+	if cfg.App == nil && (cfg.Users == nil || cfg.Pushers == nil) {
+		return nil, app.Errorf(app.EINVALID, "the forge needs a GitHub App or stored personal tokens")
 	}
 	if cfg.WorkDir == "" {
 		cfg.WorkDir = os.TempDir()
 	}
 	if cfg.Logger == nil {
-		cfg.Logger = cfg.App.log
+		cfg.Logger = slog.New(slog.DiscardHandler)
+		if cfg.App != nil {
+			cfg.Logger = cfg.App.log
+		}
+	}
+	web := strings.TrimRight(cfg.WebURL, "/")
+	if web == "" && cfg.App != nil {
+		web = cfg.App.webURL
+	}
+	if web == "" {
+		web = "https://github.com"
+	}
+	if u, err := url.Parse(web); err != nil || (u.Scheme != "https" && u.Scheme != "http") || u.Host == "" {
+		return nil, app.Errorf(app.EINVALID, "GitHub web URL must be an http(s) URL")
 	}
 	return &Forge{
-		app:  cfg.App,
-		git:  gitCmd{webURL: cfg.App.webURL, timeout: cfg.GitTimeout},
-		work: cfg.WorkDir,
-		log:  cfg.Logger,
+		app:     cfg.App,
+		users:   cfg.Users,
+		pushers: cfg.Pushers,
+		git:     gitCmd{webURL: web, timeout: cfg.GitTimeout},
+		webURL:  web,
+		work:    cfg.WorkDir,
+		log:     cfg.Logger,
 	}, nil
 }
 
-func (f *Forge) gitURL(repo string) string { return f.app.webURL + "/" + repo + ".git" }
+// SetPushers sets who decides the pushing identity (the Service, which
+// is built after the Forge it depends on). Without Users it does nothing.
+func (f *Forge) SetPushers(p Pushers) {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	if f.users != nil {
+		f.pushers = p
+	}
+}
+
+func (f *Forge) getPushers() Pushers {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	return f.pushers
+}
+
+func (f *Forge) gitURL(repo string) string { return f.webURL + "/" + repo + ".git" }
 
 func (f *Forge) tempDir(prefix string) (string, func(), error) {
 	if err := os.MkdirAll(f.work, 0o700); err != nil {
@@ -72,13 +126,15 @@ func (f *Forge) tempDir(prefix string) (string, func(), error) {
 
 // Fetch clones src.Repo at src.Ref (default branch when empty; a branch,
 // tag, commit or full ref such as refs/pull/3/head) into a temporary
-// folder, shallow, with no credentials anywhere in it. It matches
-// sandbox.RuntimeConfig.Fetch.
+// folder, shallow, with no credentials anywhere in it. It reads with an
+// installation token when the App covers the repository, else with the
+// token that will push (the session in ctx, see app.WithSession), else
+// anonymously. It matches sandbox.RuntimeConfig.Fetch.
 func (f *Forge) Fetch(ctx context.Context, src app.Source) (string, func(), error) {
 	if _, _, err := splitRepo(src.Repo); err != nil {
 		return "", nil, err
 	}
-	tok, err := f.app.RepoToken(ctx, src.Repo, false)
+	tok, err := f.readToken(ctx, src.Repo)
 	if err != nil {
 		return "", nil, err
 	}
@@ -92,6 +148,83 @@ func (f *Forge) Fetch(ctx context.Context, src app.Source) (string, func(), erro
 		return "", nil, err
 	}
 	return dir, cleanup, nil
+}
+
+// installation returns the App installation covering repo, 0 when there
+// is no App or it is not installed there.
+func (f *Forge) installation(ctx context.Context, repo string) (int64, error) {
+	if f.app == nil {
+		return 0, nil
+	}
+	id, err := f.app.InstallationFor(ctx, repo)
+	if app.ErrorCode(err) == app.ENOTFOUND {
+		return 0, nil
+	}
+	return id, err
+}
+
+func (f *Forge) readToken(ctx context.Context, repo string) (string, error) {
+	inst, err := f.installation(ctx, repo)
+	if err != nil {
+		return "", err
+	}
+	if inst != 0 {
+		return f.app.RepoToken(ctx, repo, false)
+	}
+	sess, ok := app.SessionFrom(ctx)
+	if p := f.getPushers(); ok && p != nil {
+		who, err := p.GitHubPusher(ctx, app.PushQuery{Owner: sess.Owner, Origin: sess.Origin, Repo: repo})
+		if err != nil {
+			return "", err
+		}
+		return who.Token, nil
+	}
+	if f.app != nil {
+		return "", app.Errorf(app.ENOTFOUND, "the GitHub App is not installed on %s", repo)
+	}
+	return "", nil // a public repository reads without credentials
+}
+
+// identity is who publishes to one repository: a client and a git token
+// for the same credential.
+type identity struct {
+	client *gh.Client
+	token  string
+	// as is the login whose token it is; "" for the App.
+	as     string
+	pusher app.Pusher
+}
+
+func (f *Forge) identityFor(ctx context.Context, req app.PublishRequest, origin app.Origin, repo string) (identity, error) {
+	inst, err := f.installation(ctx, repo)
+	if err != nil {
+		return identity{}, err
+	}
+	var who app.Pusher
+	if p := f.getPushers(); p != nil {
+		who, err = p.GitHubPusher(ctx, app.PushQuery{Owner: req.Session.Owner, Origin: origin, Repo: repo, AppCanPush: inst != 0})
+		if err != nil {
+			return identity{}, err
+		}
+	} else if inst == 0 {
+		return identity{}, app.Errorf(app.EINVALID, "the GitHub App is not installed on %s", repo)
+	}
+	if who.Login != "" {
+		c, err := f.users.Client(who.Token)
+		if err != nil {
+			return identity{}, err
+		}
+		return identity{client: c, token: who.Token, as: who.Login, pusher: who}, nil
+	}
+	c, err := f.app.InstallationClient(ctx, inst)
+	if err != nil {
+		return identity{}, err
+	}
+	tok, err := f.app.RepoToken(ctx, repo, true)
+	if err != nil {
+		return identity{}, err
+	}
+	return identity{client: c, token: tok}, nil
 }
 
 // Publish pushes each bundle and opens or reuses the pull request the
@@ -110,6 +243,11 @@ func (f *Forge) Publish(ctx context.Context, req app.PublishRequest) (app.Publis
 		}
 		if res.PullRequestURL == "" {
 			res.PullRequestURL = one.PullRequestURL
+		}
+		if res.PushedAs == "" {
+			res.PushedAs = one.PushedAs
+		} else if !strings.Contains(","+res.PushedAs+",", ","+one.PushedAs+",") {
+			res.PushedAs += "," + one.PushedAs
 		}
 		res.Commits = append(res.Commits, one.Commits...)
 		res.FilesChanged += one.FilesChanged
@@ -138,24 +276,16 @@ func (f *Forge) publishOne(ctx context.Context, req app.PublishRequest, b app.Bu
 	if _, _, err := splitRepo(repo); err != nil {
 		return app.PublishResult{}, app.Errorf(app.EINVALID, "source %q has no GitHub repository to publish to", b.Source.Dir)
 	}
-	instID, err := f.app.InstallationFor(ctx, repo)
-	if err != nil {
-		return app.PublishResult{}, err
-	}
-	client, err := f.app.InstallationClient(ctx, instID)
-	if err != nil {
-		return app.PublishResult{}, err
-	}
 	origin := req.Session.Origin
 	if req.Run.Origin.Kind != "" {
 		origin = req.Run.Origin
 	}
 	sameRepo := strings.EqualFold(origin.Repo, repo) && origin.Number > 0
-
-	tok, err := f.app.RepoToken(ctx, repo, true)
+	id, err := f.identityFor(ctx, req, origin, repo)
 	if err != nil {
 		return app.PublishResult{}, err
 	}
+	client, tok := id.client, id.token
 	tmp, cleanup, err := f.tempDir("asb-publish-")
 	if err != nil {
 		return app.PublishResult{}, err
@@ -212,11 +342,20 @@ func (f *Forge) publishOne(ctx context.Context, req app.PublishRequest, b app.Bu
 	if err != nil {
 		return app.PublishResult{}, app.WrapError(app.EINVALID, err, "the agent's bundle for %s does not apply", repo)
 	}
-	tip, commits, err := f.rewrite(ctx, dir, client, origin, prereqs, result)
+	var rw rewriting
+	if id.as != "" {
+		rw.ident = f.personIdent(id.pusher)
+	} else if rw.trailer, err = f.coAuthor(ctx, client, origin); err != nil {
+		return app.PublishResult{}, err
+	}
+	tip, commits, err := f.rewrite(ctx, dir, rw, prereqs, result)
 	if err != nil {
 		return app.PublishResult{}, err
 	}
-	res := app.PublishResult{Branch: t.branch, Commits: commits}
+	res := app.PublishResult{Branch: t.branch, Commits: commits, PushedAs: "app"}
+	if id.as != "" {
+		res.PushedAs = id.as
+	}
 	if len(prereqs) > 0 {
 		if out, err := f.git.run(ctx, dir, "", nil, "diff", "--no-renames", "--name-only", prereqs[0], tip); err == nil && out != "" {
 			res.FilesChanged = len(strings.Split(out, "\n"))
@@ -327,10 +466,60 @@ func (f *Forge) fetchBase(ctx context.Context, dir, remote, tok, ref string, pul
 	return nil
 }
 
-// rewrite copies the agent's commits (prereqs..result) appending a
-// Co-authored-by trailer for the requesting GitHub login, keeping
-// authorship and dates, so the result is the same on every call.
-func (f *Forge) rewrite(ctx context.Context, dir string, client *gh.Client, origin app.Origin, prereqs []string, result string) (string, []string, error) {
+// rewriting says how the agent's commits are copied before the push.
+type rewriting struct {
+	// trailer is appended to each message (Co-authored-by for the
+	// requester when the App pushes).
+	trailer string
+	// ident ("Name <email>") replaces author and committer when a person
+	// pushes with their own token: the commits are theirs.
+	ident string
+}
+
+// personIdent is how a stored login signs commits: their profile name
+// (else login) and GitHub's noreply address, so the commits link to them.
+func (f *Forge) personIdent(p app.Pusher) string {
+	name := strings.Map(func(r rune) rune {
+		if r == '<' || r == '>' || r == '\n' || r == 0 {
+			return -1
+		}
+		return r
+	}, strings.TrimSpace(p.Name))
+	if name == "" {
+		name = p.Login
+	}
+	email := p.Login + "@users.noreply." + f.noreplyHost()
+	if p.UserID > 0 {
+		email = fmt.Sprintf("%d+%s", p.UserID, email)
+	}
+	return name + " <" + email + ">"
+}
+
+func (f *Forge) noreplyHost() string {
+	host := "github.com"
+	if p, err := url.Parse(f.webURL); err == nil && p.Hostname() != "" && p.Hostname() != "github.com" {
+		host = p.Hostname()
+	}
+	return host
+}
+
+// reident replaces the identity of an author or committer header line
+// ("author Name <email> 1700000000 +0000"), keeping its date.
+func reident(line, kind, ident string) string {
+	rest, ok := strings.CutPrefix(line, kind+" ")
+	if !ok {
+		return line
+	}
+	i := strings.LastIndex(rest, "> ")
+	if i < 0 {
+		return line
+	}
+	return kind + " " + ident + rest[i+1:]
+}
+
+// rewrite copies the agent's commits (prereqs..result) as rw says,
+// keeping dates, so the result is the same on every call.
+func (f *Forge) rewrite(ctx context.Context, dir string, rw rewriting, prereqs []string, result string) (string, []string, error) {
 	args := []string{"rev-list", "--reverse", "--topo-order", result}
 	for _, p := range prereqs {
 		args = append(args, "^"+p)
@@ -343,11 +532,8 @@ func (f *Forge) rewrite(ctx context.Context, dir string, client *gh.Client, orig
 	if len(list) == 0 {
 		return "", nil, app.Errorf(app.EINVALID, "the agent's bundle has no new commits")
 	}
-	trailer, err := f.coAuthor(ctx, client, origin)
-	if err != nil {
-		return "", nil, err
-	}
-	if trailer == "" {
+	trailer := rw.trailer
+	if trailer == "" && rw.ident == "" {
 		return result, list, nil
 	}
 	mapped := map[string]string{}
@@ -375,9 +561,12 @@ func (f *Forge) rewrite(ctx context.Context, dir string, client *gh.Client, orig
 					line = "parent " + m
 				}
 			}
+			if rw.ident != "" {
+				line = reident(reident(line, "author", rw.ident), "committer", rw.ident)
+			}
 			hdr = append(hdr, line)
 		}
-		if !strings.Contains(strings.ToLower(msg), strings.ToLower(trailer)) {
+		if trailer != "" && !strings.Contains(strings.ToLower(msg), strings.ToLower(trailer)) {
 			msg, err = f.git.run(ctx, dir, "", []byte(msg), "interpret-trailers", "--if-exists", "addIfDifferent", "--trailer", trailer)
 			if err != nil {
 				return "", nil, err
@@ -414,11 +603,7 @@ func (f *Forge) coAuthor(ctx context.Context, client *gh.Client, origin app.Orig
 	if u.GetType() == "Bot" {
 		return "", nil
 	}
-	host := "github.com"
-	if p, err := url.Parse(f.app.webURL); err == nil && p.Hostname() != "" && p.Hostname() != "github.com" {
-		host = p.Hostname()
-	}
-	return fmt.Sprintf("Co-authored-by: %s <%d+%s@users.noreply.%s>", u.GetLogin(), u.GetID(), u.GetLogin(), host), nil
+	return fmt.Sprintf("Co-authored-by: %s <%d+%s@users.noreply.%s>", u.GetLogin(), u.GetID(), u.GetLogin(), f.noreplyHost()), nil
 }
 
 // pushIfNeeded pushes tip to the target branch unless the branch already
