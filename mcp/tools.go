@@ -26,6 +26,7 @@ type DelegateInput struct {
 	Repos        []RepoInput `json:"repos,omitempty" jsonschema:"several repositories for one task; each lands in /workspace/<name> in ONE box and gets its own PR"`
 	Ref          string      `json:"ref,omitempty" jsonschema:"branch, tag or commit of repo to start from"`
 	AllowDomains []string    `json:"allowDomains,omitempty" jsonschema:"extra internet domains the box may reach (egress is deny-by-default), e.g. api.example.com or *.example.com"`
+	Account      string      `json:"githubAccount,omitempty" jsonschema:"the stored GitHub login to push as, when several can; provide when delegate asks"`
 }
 
 // SessionInput names a session.
@@ -154,6 +155,7 @@ func (s *server) register(srv *sdk.Server) {
 		Annotations: &sdk.ToolAnnotations{ReadOnlyHint: true}}, s.ask)
 	sdk.AddTool(srv, &sdk.Tool{Name: "pool_status", Description: poolDesc,
 		Annotations: &sdk.ToolAnnotations{ReadOnlyHint: true}}, s.poolStatus)
+	s.registerIdentity(srv)
 }
 
 func ptr[T any](v T) *T { return &v }
@@ -198,10 +200,13 @@ func (s *server) delegate(ctx context.Context, req *sdk.CallToolRequest, in Dele
 			return nil, RunOutput{}, toolError(fmt.Sprintf("allowDomains[%d]", i), "%s", app.ErrorMessage(err))
 		}
 	}
+	if in.Account != "" && !app.ValidLogin(in.Account) {
+		return nil, RunOutput{}, toolError("githubAccount", "must be a GitHub login (letters, digits, '-')")
+	}
 	d, err := s.svc.Delegate(ctx, app.DelegateRequest{
 		Task:         in.Task,
 		Sources:      sources,
-		Origin:       app.Origin{Kind: app.OriginMCP},
+		Origin:       app.Origin{Kind: app.OriginMCP, Login: in.Account},
 		AllowDomains: in.AllowDomains,
 	})
 	if err != nil {
