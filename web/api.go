@@ -86,6 +86,7 @@ func (a *api) mount(r chi.Router) {
 			r.Post("/cancel.json", a.cancel)
 			r.Post("/teardown.json", a.teardown)
 			r.Post("/pin.json", a.pin)
+			a.mountGitHubAccounts(r)
 		})
 	})
 }
