@@ -19,8 +19,8 @@ import (
 
 // ForgeConfig configures a Forge.
 type ForgeConfig struct {
-	// App is the GitHub App; it may be nil when Users and Pushers are
-	// set, and then every push uses a stored personal token.
+	// App is the GitHub App; it may be nil when Users is set, and then
+	// every push uses a stored personal token (see Pushers).
 	App *App
 	// Users builds clients that act as a person through a stored token.
 	Users *UserClients
@@ -62,7 +62,7 @@ var _ app.Forge = (*Forge)(nil)
 
 // NewForge builds a Forge.
 func NewForge(cfg ForgeConfig) (*Forge, error) {
-	if cfg.App == nil && (cfg.Users == nil || cfg.Pushers == nil) {
+	if cfg.App == nil && cfg.Users == nil {
 		return nil, app.Errorf(app.EINVALID, "the forge needs a GitHub App or stored personal tokens")
 	}
 	if cfg.WorkDir == "" {

@@ -40,7 +40,7 @@ func runServe(ctx context.Context, env *environment, args []string) int {
 		return 1
 	}
 	defer store.Close()
-	_, keyFile, keyCreated, err := openKeyring(ctx, cfg, store, true)
+	keyring, keyFile, keyCreated, err := openKeyring(ctx, cfg, store, true)
 	if err != nil {
 		log.Error("cannot use the secrets key", "err", err)
 		return 1
@@ -83,27 +83,22 @@ func runServe(ctx context.Context, env *environment, args []string) int {
 		log.Error("cannot set up the GitHub App", "err", err)
 		return 1
 	}
-	var forge app.Forge
-	var fetch func(context.Context, app.Source) (string, func(), error)
-	if ghs != nil {
-		forge, fetch = ghs.forge, ghs.forge.Fetch
-	}
+	forge, fetch := ghs.forge, ghs.forge.Fetch
 	var boxes app.Sandbox = unconfiguredSandbox{reason: "no sandbox host configured: set SANDBOX_HOSTS"}
 	if fleet != nil {
 		boxes = newSandbox(cfg, env, fleet, fetch, log.With("component", "sandbox"))
 	}
 	svc := app.NewService(app.Deps{
 		Store: store, Sandbox: boxes, Forge: forge, Logger: log.With("component", "core"),
+		Secrets: keyring, GitHub: ghs.users,
 	}, app.Config{WaitTimeout: cfg.Agent.WaitTimeout, AskTimeout: cfg.Agent.AskTimeout})
 	var webhook http.Handler
-	if ghs != nil {
-		if err := ghs.start(cfg, svc, store, log.With("component", "github")); err != nil {
-			log.Error("cannot set up the GitHub surface", "err", err)
-			return 1
-		}
-		if ghs.webhook != nil {
-			webhook = ghs.webhook
-		}
+	if err := ghs.start(cfg, svc, store, log.With("component", "github")); err != nil {
+		log.Error("cannot set up the GitHub surface", "err", err)
+		return 1
+	}
+	if ghs.webhook != nil {
+		webhook = ghs.webhook
 	}
 
 	var guidance []string
@@ -128,7 +123,7 @@ func runServe(ctx context.Context, env *environment, args []string) int {
 			{Name: "database", Required: true, Err: store.Ping},
 			{Name: "sandbox_hosts", Required: true, Err: hostsReady},
 			{Name: "github_app", Err: func(context.Context) error {
-				if ghs == nil {
+				if ghs.app == nil {
 					return errors.New("no GitHub App configured: set GITHUB_APP_ID and GITHUB_APP_PRIVATE_KEY_FILE (see docs/configuration.md)")
 				}
 				return nil
@@ -161,11 +156,7 @@ func runServe(ctx context.Context, env *environment, args []string) int {
 	svcDone := make(chan error, 1)
 	go func() { svcDone <- svc.Run(svcCtx) }()
 	githubDone := make(chan error, 1)
-	if ghs != nil {
-		go func() { githubDone <- ghs.run(svcCtx) }()
-	} else {
-		githubDone <- nil
-	}
+	go func() { githubDone <- ghs.run(svcCtx) }()
 	fleetDone := make(chan error, 1)
 	if fleet != nil {
 		// Probe, reconcile and keep the warm pool filled in the background.
