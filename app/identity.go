@@ -332,8 +332,8 @@ type PushQuery struct {
 	// Owner owns the session.
 	Owner AccountID
 	// Origin is where the run came from. For a GitHub origin its Login
-	// is the requester; for other origins a non-empty Login names the
-	// stored account the caller chose (delegate's githubAccount).
+	// is the requester; for other origins a non-empty GitHubAccount names
+	// the stored account the caller chose.
 	Origin Origin
 	Repo   string
 	// AppCanPush is true when a GitHub App installation covers Repo.
@@ -354,7 +354,7 @@ type Pusher struct {
 //   - a run asked for on GitHub by login L pushes as L when L has a
 //     stored token that can push there, else as the App;
 //   - other runs push with the session owner's stored account that can
-//     push (the one named by Origin.Login when given); when several can
+//     push (the one named by Origin.GitHubAccount when given); when several can
 //     and none was named, the run asks which; when none can, as the App;
 //   - with neither a usable token nor an App installation the run asks
 //     for a token.
@@ -395,7 +395,7 @@ func (s *Service) GitHubPusher(ctx context.Context, q PushQuery) (Pusher, error)
 			if fromGitHub && !strings.EqualFold(a.Login, q.Origin.Login) {
 				continue
 			}
-			if !fromGitHub && q.Origin.Login != "" && !strings.EqualFold(a.Login, q.Origin.Login) {
+			if !fromGitHub && q.Origin.GitHubAccount != "" && !strings.EqualFold(a.Login, q.Origin.GitHubAccount) {
 				continue
 			}
 			_, sealed, err := tx.GetGitHubAccount(a.ID)
@@ -449,8 +449,8 @@ func (s *Service) GitHubPusher(ctx context.Context, q PushQuery) (Pusher, error)
 		return Pusher{}, nil
 	case fromGitHub:
 		return Pusher{}, needToken(q.Origin.Login + " has no stored GitHub token that can push to " + q.Repo)
-	case q.Origin.Login != "":
-		return Pusher{}, needToken("the stored account " + q.Origin.Login + " cannot push to " + q.Repo)
+	case q.Origin.GitHubAccount != "":
+		return Pusher{}, needToken("the stored account " + q.Origin.GitHubAccount + " cannot push to " + q.Repo)
 	}
 	return Pusher{}, needToken("no stored GitHub account can push to " + q.Repo)
 }

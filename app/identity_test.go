@@ -223,9 +223,10 @@ func TestGitHubPusher(t *testing.T) {
 		{"requester without a token: the App", app.PushQuery{Owner: app.OperatorAccount, Origin: comment("carol"), Repo: "acme/api", AppCanPush: true}, "", "", ""},
 		{"requester without a token and no App", app.PushQuery{Owner: app.OperatorAccount, Origin: comment("carol"), Repo: "acme/api"}, "", "", "carol has no stored GitHub token"},
 		{"owner's one account", app.PushQuery{Owner: "acc_a", Origin: app.Origin{Kind: app.OriginMCP}, Repo: "bob/tools"}, "bob", tokBob, ""},
+		{"a dashboard run's login is not a choice", app.PushQuery{Owner: "acc_a", Origin: app.Origin{Kind: app.OriginDashboard, Login: "acc_a"}, Repo: "bob/tools"}, "bob", tokBob, ""},
 		{"owner's several accounts: ask which", app.PushQuery{Owner: "acc_a", Origin: app.Origin{Kind: app.OriginMCP}, Repo: "acme/api", AppCanPush: true}, "", "", "several stored GitHub accounts can push to acme/api: Alice, bob"},
-		{"owner chose one", app.PushQuery{Owner: "acc_a", Origin: app.Origin{Kind: app.OriginMCP, Login: "bob"}, Repo: "acme/api"}, "bob", tokBob, ""},
-		{"owner chose one that cannot push", app.PushQuery{Owner: "acc_a", Origin: app.Origin{Kind: app.OriginMCP, Login: "alice"}, Repo: "bob/tools"}, "", "", "alice cannot push"},
+		{"owner chose one", app.PushQuery{Owner: "acc_a", Origin: app.Origin{Kind: app.OriginMCP, GitHubAccount: "bob"}, Repo: "acme/api"}, "bob", tokBob, ""},
+		{"owner chose one that cannot push", app.PushQuery{Owner: "acc_a", Origin: app.Origin{Kind: app.OriginMCP, GitHubAccount: "alice"}, Repo: "bob/tools"}, "", "", "alice cannot push"},
 		{"nobody can push, no App", app.PushQuery{Owner: "acc_a", Origin: app.Origin{Kind: app.OriginDashboard}, Repo: "zed/x"}, "", "", "gh_token_add"},
 		{"another owner's account is not used", app.PushQuery{Owner: "acc_c", Origin: app.Origin{Kind: app.OriginMCP}, Repo: "alice/site", AppCanPush: true}, "", "", ""},
 	}

@@ -222,6 +222,9 @@ func (s *Service) checkDelegate(req *DelegateRequest) error {
 			return err
 		}
 	}
+	if a := req.Origin.GitHubAccount; a != "" && !ValidLogin(a) {
+		return Errorf(EINVALID, "githubAccount %q is not a GitHub login", clip(a, 40))
+	}
 	if len(req.Sources) > l.MaxSources {
 		return Errorf(EINVALID, "at most %d repositories per task", l.MaxSources)
 	}

@@ -196,6 +196,10 @@ type identity struct {
 }
 
 func (f *Forge) identityFor(ctx context.Context, req app.PublishRequest, origin app.Origin, repo string) (identity, error) {
+	if origin.GitHubAccount == "" {
+		// A follow-up keeps the account chosen when the session began.
+		origin.GitHubAccount = req.Session.Origin.GitHubAccount
+	}
 	inst, err := f.installation(ctx, repo)
 	if err != nil {
 		return identity{}, err

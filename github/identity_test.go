@@ -233,3 +233,25 @@ func TestPublishWithoutAppUsesStoredToken(t *testing.T) {
 	}
 	fx.checkTokenNotLeaked(t, err)
 }
+
+func TestPublishMCPRunAsChosenAccount(t *testing.T) {
+	fx := newIdentityFixture(t)
+	src := app.Source{Repo: "acme/widgets", Dir: "widgets"}
+	b := fx.makeBundle(t, src, map[string]string{"x.txt": "x\n"})
+	// A follow-up run (its own origin names no account) keeps the
+	// session's choice.
+	res, err := fx.forge.Publish(context.Background(), app.PublishRequest{
+		Session: app.Session{ID: "ses_cccccccccccccccc", Owner: app.OperatorAccount, Title: "Add x",
+			Origin: app.Origin{Kind: app.OriginMCP, GitHubAccount: "alice"}},
+		Run:     app.Run{ID: "run_cccccccccccccccc", Origin: app.Origin{Kind: app.OriginMCP}},
+		Bundles: []app.Bundle{b},
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	pushes := fx.srv.Pushes("acme/widgets")
+	if res.PushedAs != "alice" || len(pushes) != 1 || pushes[0].Login != "alice" || pushes[0].Auth != githubtest.AuthPersonal {
+		t.Fatalf("result %+v, pushes %+v", res, pushes)
+	}
+	fx.checkTokenNotLeaked(t)
+}

@@ -77,7 +77,7 @@ func TestDelegateGitHubAccountChoosesPusher(t *testing.T) {
 	res, text, out := call(t, cs, "delegate", map[string]any{"task": "fix it", "repo": "acme/api", "githubAccount": "bob"})
 	mustOK(t, res, text)
 	v, err := e.svc.Session(app.WithActor(context.Background(), app.OperatorActor), app.SessionID(out["session"].(string)))
-	if err != nil || v.Session.Origin.Login != "bob" || v.Session.Origin.Kind != app.OriginMCP {
+	if err != nil || v.Session.Origin.GitHubAccount != "bob" || v.Session.Origin.Kind != app.OriginMCP {
 		t.Fatalf("origin = %+v, %v; want the chosen login recorded for GitHubPusher", v.Session.Origin, err)
 	}
 }

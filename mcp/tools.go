@@ -206,7 +206,7 @@ func (s *server) delegate(ctx context.Context, req *sdk.CallToolRequest, in Dele
 	d, err := s.svc.Delegate(ctx, app.DelegateRequest{
 		Task:         in.Task,
 		Sources:      sources,
-		Origin:       app.Origin{Kind: app.OriginMCP, Login: in.Account},
+		Origin:       app.Origin{Kind: app.OriginMCP, GitHubAccount: in.Account},
 		AllowDomains: in.AllowDomains,
 	})
 	if err != nil {
