@@ -163,21 +163,25 @@ func (f *Forge) installation(ctx context.Context, repo string) (int64, error) {
 	return id, err
 }
 
+// readToken is the credential a fetch uses: the one that will push
+// (decided now, so a question about which account to use comes before the
+// agent works, not after), else the App's, else none (public repositories).
 func (f *Forge) readToken(ctx context.Context, repo string) (string, error) {
 	inst, err := f.installation(ctx, repo)
 	if err != nil {
 		return "", err
 	}
-	if inst != 0 {
-		return f.app.RepoToken(ctx, repo, false)
-	}
-	sess, ok := app.SessionFrom(ctx)
-	if p := f.getPushers(); ok && p != nil {
-		who, err := p.GitHubPusher(ctx, app.PushQuery{Owner: sess.Owner, Origin: sess.Origin, Repo: repo})
+	if sess, ok := app.SessionFrom(ctx); ok && f.getPushers() != nil {
+		who, err := f.getPushers().GitHubPusher(ctx, app.PushQuery{Owner: sess.Owner, Origin: sess.Origin, Repo: repo, AppCanPush: inst != 0})
 		if err != nil {
 			return "", err
 		}
-		return who.Token, nil
+		if who.Login != "" {
+			return who.Token, nil
+		}
+	}
+	if inst != 0 {
+		return f.app.RepoToken(ctx, repo, false)
 	}
 	if f.app != nil {
 		return "", app.Errorf(app.ENOTFOUND, "the GitHub App is not installed on %s", repo)

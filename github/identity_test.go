@@ -255,3 +255,29 @@ func TestPublishMCPRunAsChosenAccount(t *testing.T) {
 	}
 	fx.checkTokenNotLeaked(t)
 }
+
+func TestFetchAsksWhichAccountBeforeTheWork(t *testing.T) {
+	fx := newIdentityFixture(t)
+	fx.srv.AddUser("bob")
+	fx.srv.SetPermission("acme/widgets", "bob", "write")
+	if _, err := fx.svc.AddGitHubToken(app.WithActor(context.Background(), app.OperatorActor), fx.srv.AddToken("bob")); err != nil {
+		t.Fatal(err)
+	}
+	sess := app.Session{ID: "ses_dddddddddddddddd", Owner: app.OperatorAccount, Origin: app.Origin{Kind: app.OriginMCP}}
+	src := app.Source{Repo: "acme/widgets", Dir: "widgets"}
+	_, _, err := fx.forge.Fetch(app.WithSession(context.Background(), sess), src)
+	if app.ErrorCode(err) != app.EINVALID || !strings.Contains(err.Error(), "alice, bob") || !strings.Contains(err.Error(), "githubAccount") {
+		t.Fatalf("fetch with two candidates: %v", err)
+	}
+	sess.Origin.GitHubAccount = "bob"
+	_, cleanup, err := fx.forge.Fetch(app.WithSession(context.Background(), sess), src)
+	if err != nil {
+		t.Fatal(err)
+	}
+	cleanup()
+	reqs := fx.srv.Requests(func(q githubtest.Request) bool { return q.Git && q.Login == "bob" })
+	if len(reqs) == 0 {
+		t.Fatal("the fetch did not use bob's token")
+	}
+	fx.checkTokenNotLeaked(t, err)
+}
