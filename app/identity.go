@@ -86,8 +86,9 @@ func GitHubTokenType(token string) string {
 	return "unknown"
 }
 
-// ValidLogin reports whether s can be a GitHub user login.
-func ValidLogin(s string) bool { return validOwner(s) && !strings.Contains(s, "_") }
+// ValidLogin reports whether s can be a GitHub user login (letters,
+// digits and '-'; '_' too, for Enterprise managed users' "login_shortcode").
+func ValidLogin(s string) bool { return validOwner(s) }
 
 func tokenLabel(id string) string { return "github-account:" + id }
 
