@@ -67,6 +67,9 @@ type Origin struct {
 	Login string `json:"login,omitempty"`
 	// URL links back to the trigger (comment, issue, PR).
 	URL string `json:"url,omitempty"`
+	// GitHubAccount is the stored GitHub login the caller chose to push
+	// as (MCP delegate's githubAccount); see Service.GitHubPusher.
+	GitHubAccount string `json:"github_account,omitempty"`
 }
 
 // ThreadKey names the conversation a session belongs to, so follow-ups on

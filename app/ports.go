@@ -71,6 +71,20 @@ type Tx interface {
 	UpsertBox(b Box) error
 	DeleteBox(ref BoxRef) error
 	ListBoxes(host string) ([]Box, error)
+
+	// PutGitHubAccount inserts or replaces (by ID) a stored GitHub account
+	// with its sealed token; ECONFLICT when the owner already has another
+	// account for the same login (compared case-insensitively).
+	PutGitHubAccount(a GitHubAccount, sealedToken []byte) error
+	// GetGitHubAccount returns an account and its sealed token; ENOTFOUND
+	// when missing.
+	GetGitHubAccount(id string) (GitHubAccount, []byte, error)
+	// GitHubAccountByLogin finds an owner's account by login, case-insensitively.
+	GitHubAccountByLogin(owner AccountID, login string) (GitHubAccount, []byte, bool, error)
+	// ListGitHubAccounts lists an owner's accounts ("" for every owner) by login.
+	ListGitHubAccounts(owner AccountID) ([]GitHubAccount, error)
+	// DeleteGitHubAccount removes an account; ENOTFOUND when missing.
+	DeleteGitHubAccount(id string) error
 }
 
 // SessionFilter selects sessions. Zero fields match everything.
@@ -241,6 +255,9 @@ type PublishResult struct {
 	Commits        []string `json:"commits,omitempty"`
 	PullRequestURL string   `json:"pull_request_url,omitempty"`
 	FilesChanged   int      `json:"files_changed,omitempty"`
+	// PushedAs is the GitHub login whose token pushed, or "app" for the
+	// GitHub App installation.
+	PushedAs string `json:"pushed_as,omitempty"`
 }
 
 // Clock is the core's only source of time.

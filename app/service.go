@@ -57,6 +57,10 @@ type Deps struct {
 	Logger *slog.Logger
 	// Workspaces may be nil; uploaded working trees are then refused.
 	Workspaces Workspaces
+	// Secrets and GitHub, when both set, let owners store personal GitHub
+	// tokens (see identity.go).
+	Secrets Secrets
+	GitHub  GitHubProber
 }
 
 // Service is the one set of handlers every surface calls. All methods are
@@ -72,6 +76,8 @@ type Service struct {
 	cfg     Config
 	// workspaces may be nil (no uploads accepted).
 	workspaces Workspaces
+	sealer     Secrets
+	github     GitHubProber
 
 	wake chan struct{}
 
@@ -106,6 +112,8 @@ func NewService(d Deps, cfg Config) *Service {
 		log:        d.Logger,
 		cfg:        cfg.withDefaults(),
 		workspaces: d.Workspaces,
+		sealer:     d.Secrets,
+		github:     d.GitHub,
 		wake:       make(chan struct{}, 1),
 		workers:    make(map[RunID]context.CancelFunc),
 		secrets:    make(map[TurnRef]map[string]string),
@@ -218,6 +226,9 @@ func (s *Service) checkDelegate(req *DelegateRequest) error {
 		if _, _, err := ParseRepo(req.Origin.Repo); err != nil {
 			return err
 		}
+	}
+	if a := req.Origin.GitHubAccount; a != "" && !ValidLogin(a) {
+		return Errorf(EINVALID, "githubAccount %q is not a GitHub login", clip(a, 40))
 	}
 	if len(req.Sources) > l.MaxSources {
 		return Errorf(EINVALID, "at most %d repositories per task", l.MaxSources)

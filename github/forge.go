@@ -9,6 +9,7 @@ import (
 	"path/filepath"
 	"strconv"
 	"strings"
+	"sync"
 	"time"
 
 	gh "github.com/google/go-github/v62/github"
@@ -18,7 +19,18 @@ import (
 
 // ForgeConfig configures a Forge.
 type ForgeConfig struct {
+	// App is the GitHub App; it may be nil when Users is set, and then
+	// every push uses a stored personal token (see Pushers).
 	App *App
+	// Users builds clients that act as a person through a stored token.
+	Users *UserClients
+	// Pushers decides whose token pushes a run's commits; nil means
+	// always the App. Service.GitHubPusher implements it; SetPushers
+	// sets it after the Service exists.
+	Pushers Pushers
+	// WebURL is the web and git host (default the App's, else
+	// "https://github.com").
+	WebURL string
 	// WorkDir holds temporary clones (default os.TempDir()).
 	WorkDir string
 	// GitTimeout bounds one git command (default DefaultGitTimeout).
@@ -26,38 +38,80 @@ type ForgeConfig struct {
 	Logger     *slog.Logger
 }
 
-// Forge publishes a run's commits to GitHub as the App (app.Forge) and
-// fetches repositories for the sandbox (Fetch). Tokens are minted per
-// repository and reach git only through its environment.
+// Pushers picks who pushes to a repository; app.Service implements it.
+type Pushers interface {
+	GitHubPusher(ctx context.Context, q app.PushQuery) (app.Pusher, error)
+}
+
+// Forge publishes a run's commits to GitHub (app.Forge) and fetches
+// repositories for the sandbox (Fetch), as the requester through their
+// stored token when they have one that can push (SPEC §4.1 Identity),
+// else as the App. Tokens reach git only through its environment.
 type Forge struct {
-	app  *App
-	git  gitCmd
-	work string
-	log  *slog.Logger
+	app     *App
+	users   *UserClients
+	git     gitCmd
+	webURL  string
+	work    string
+	log     *slog.Logger
+	mu      sync.Mutex
+	pushers Pushers
 }
 
 var _ app.Forge = (*Forge)(nil)
 
 // NewForge builds a Forge.
 func NewForge(cfg ForgeConfig) (*Forge, error) {
-	if cfg.App == nil {
-		return nil, app.Errorf(app.EINVALID, "the forge needs a GitHub App")
+	if cfg.App == nil && cfg.Users == nil {
+		return nil, app.Errorf(app.EINVALID, "the forge needs a GitHub App or stored personal tokens")
 	}
 	if cfg.WorkDir == "" {
 		cfg.WorkDir = os.TempDir()
 	}
 	if cfg.Logger == nil {
-		cfg.Logger = cfg.App.log
+		cfg.Logger = slog.New(slog.DiscardHandler)
+		if cfg.App != nil {
+			cfg.Logger = cfg.App.log
+		}
+	}
+	web := strings.TrimRight(cfg.WebURL, "/")
+	if web == "" && cfg.App != nil {
+		web = cfg.App.webURL
+	}
+	if web == "" {
+		web = "https://github.com"
+	}
+	if u, err := url.Parse(web); err != nil || (u.Scheme != "https" && u.Scheme != "http") || u.Host == "" {
+		return nil, app.Errorf(app.EINVALID, "GitHub web URL must be an http(s) URL")
 	}
 	return &Forge{
-		app:  cfg.App,
-		git:  gitCmd{webURL: cfg.App.webURL, timeout: cfg.GitTimeout},
-		work: cfg.WorkDir,
-		log:  cfg.Logger,
+		app:     cfg.App,
+		users:   cfg.Users,
+		pushers: cfg.Pushers,
+		git:     gitCmd{webURL: web, timeout: cfg.GitTimeout},
+		webURL:  web,
+		work:    cfg.WorkDir,
+		log:     cfg.Logger,
 	}, nil
 }
 
-func (f *Forge) gitURL(repo string) string { return f.app.webURL + "/" + repo + ".git" }
+// SetPushers sets who decides the pushing identity (the Service, which
+// is built after the Forge it depends on). Without Users it does nothing.
+func (f *Forge) SetPushers(p Pushers) {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	if f.users != nil {
+		f.pushers = p
+	}
+}
+
+func (f *Forge) getPushers() Pushers {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	return f.pushers
+}
+
+func (f *Forge) gitURL(repo string) string { return f.webURL + "/" + repo + ".git" }
 
 func (f *Forge) tempDir(prefix string) (string, func(), error) {
 	if err := os.MkdirAll(f.work, 0o700); err != nil {
@@ -72,13 +126,15 @@ func (f *Forge) tempDir(prefix string) (string, func(), error) {
 
 // Fetch clones src.Repo at src.Ref (default branch when empty; a branch,
 // tag, commit or full ref such as refs/pull/3/head) into a temporary
-// folder, shallow, with no credentials anywhere in it. It matches
-// sandbox.RuntimeConfig.Fetch.
+// folder, shallow, with no credentials anywhere in it. It reads with an
+// installation token when the App covers the repository, else with the
+// token that will push (the session in ctx, see app.WithSession), else
+// anonymously. It matches sandbox.RuntimeConfig.Fetch.
 func (f *Forge) Fetch(ctx context.Context, src app.Source) (string, func(), error) {
 	if _, _, err := splitRepo(src.Repo); err != nil {
 		return "", nil, err
 	}
-	tok, err := f.app.RepoToken(ctx, src.Repo, false)
+	tok, err := f.readToken(ctx, src.Repo)
 	if err != nil {
 		return "", nil, err
 	}
@@ -111,6 +167,11 @@ func (f *Forge) Publish(ctx context.Context, req app.PublishRequest) (app.Publis
 		if res.PullRequestURL == "" {
 			res.PullRequestURL = one.PullRequestURL
 		}
+		if res.PushedAs == "" {
+			res.PushedAs = one.PushedAs
+		} else if !strings.Contains(","+res.PushedAs+",", ","+one.PushedAs+",") {
+			res.PushedAs += "," + one.PushedAs
+		}
 		res.Commits = append(res.Commits, one.Commits...)
 		res.FilesChanged += one.FilesChanged
 	}
@@ -138,24 +199,16 @@ func (f *Forge) publishOne(ctx context.Context, req app.PublishRequest, b app.Bu
 	if _, _, err := splitRepo(repo); err != nil {
 		return app.PublishResult{}, app.Errorf(app.EINVALID, "source %q has no GitHub repository to publish to", b.Source.Dir)
 	}
-	instID, err := f.app.InstallationFor(ctx, repo)
-	if err != nil {
-		return app.PublishResult{}, err
-	}
-	client, err := f.app.InstallationClient(ctx, instID)
-	if err != nil {
-		return app.PublishResult{}, err
-	}
 	origin := req.Session.Origin
 	if req.Run.Origin.Kind != "" {
 		origin = req.Run.Origin
 	}
 	sameRepo := strings.EqualFold(origin.Repo, repo) && origin.Number > 0
-
-	tok, err := f.app.RepoToken(ctx, repo, true)
+	id, err := f.identityFor(ctx, req, origin, repo)
 	if err != nil {
 		return app.PublishResult{}, err
 	}
+	client, tok := id.client, id.token
 	tmp, cleanup, err := f.tempDir("asb-publish-")
 	if err != nil {
 		return app.PublishResult{}, err
@@ -212,11 +265,20 @@ func (f *Forge) publishOne(ctx context.Context, req app.PublishRequest, b app.Bu
 	if err != nil {
 		return app.PublishResult{}, app.WrapError(app.EINVALID, err, "the agent's bundle for %s does not apply", repo)
 	}
-	tip, commits, err := f.rewrite(ctx, dir, client, origin, prereqs, result)
+	var rw rewriting
+	if id.as != "" {
+		rw.ident = f.personIdent(id.pusher)
+	} else if rw.trailer, err = f.coAuthor(ctx, client, origin); err != nil {
+		return app.PublishResult{}, err
+	}
+	tip, commits, err := f.rewrite(ctx, dir, rw, prereqs, result)
 	if err != nil {
 		return app.PublishResult{}, err
 	}
-	res := app.PublishResult{Branch: t.branch, Commits: commits}
+	res := app.PublishResult{Branch: t.branch, Commits: commits, PushedAs: "app"}
+	if id.as != "" {
+		res.PushedAs = id.as
+	}
 	if len(prereqs) > 0 {
 		if out, err := f.git.run(ctx, dir, "", nil, "diff", "--no-renames", "--name-only", prereqs[0], tip); err == nil && out != "" {
 			res.FilesChanged = len(strings.Split(out, "\n"))
@@ -327,10 +389,9 @@ func (f *Forge) fetchBase(ctx context.Context, dir, remote, tok, ref string, pul
 	return nil
 }
 
-// rewrite copies the agent's commits (prereqs..result) appending a
-// Co-authored-by trailer for the requesting GitHub login, keeping
-// authorship and dates, so the result is the same on every call.
-func (f *Forge) rewrite(ctx context.Context, dir string, client *gh.Client, origin app.Origin, prereqs []string, result string) (string, []string, error) {
+// rewrite copies the agent's commits (prereqs..result) as rw says,
+// keeping dates, so the result is the same on every call.
+func (f *Forge) rewrite(ctx context.Context, dir string, rw rewriting, prereqs []string, result string) (string, []string, error) {
 	args := []string{"rev-list", "--reverse", "--topo-order", result}
 	for _, p := range prereqs {
 		args = append(args, "^"+p)
@@ -343,11 +404,8 @@ func (f *Forge) rewrite(ctx context.Context, dir string, client *gh.Client, orig
 	if len(list) == 0 {
 		return "", nil, app.Errorf(app.EINVALID, "the agent's bundle has no new commits")
 	}
-	trailer, err := f.coAuthor(ctx, client, origin)
-	if err != nil {
-		return "", nil, err
-	}
-	if trailer == "" {
+	trailer := rw.trailer
+	if trailer == "" && rw.ident == "" {
 		return result, list, nil
 	}
 	mapped := map[string]string{}
@@ -375,9 +433,12 @@ func (f *Forge) rewrite(ctx context.Context, dir string, client *gh.Client, orig
 					line = "parent " + m
 				}
 			}
+			if rw.ident != "" {
+				line = reident(reident(line, "author", rw.ident), "committer", rw.ident)
+			}
 			hdr = append(hdr, line)
 		}
-		if !strings.Contains(strings.ToLower(msg), strings.ToLower(trailer)) {
+		if trailer != "" && !strings.Contains(strings.ToLower(msg), strings.ToLower(trailer)) {
 			msg, err = f.git.run(ctx, dir, "", []byte(msg), "interpret-trailers", "--if-exists", "addIfDifferent", "--trailer", trailer)
 			if err != nil {
 				return "", nil, err
@@ -396,29 +457,6 @@ func (f *Forge) rewrite(ctx context.Context, dir string, client *gh.Client, orig
 		return "", nil, err
 	}
 	return tip, commits, nil
-}
-
-// coAuthor is the Co-authored-by trailer for the requesting GitHub login,
-// or "" when the origin is not GitHub or the login is unknown.
-func (f *Forge) coAuthor(ctx context.Context, client *gh.Client, origin app.Origin) (string, error) {
-	if (origin.Kind != app.OriginGitHubComment && origin.Kind != app.OriginGitHubLabel) || !validLogin(origin.Login) {
-		return "", nil
-	}
-	u, _, err := client.Users.Get(ctx, origin.Login)
-	if err != nil {
-		if err := APIError(err, "look up "+origin.Login); app.ErrorCode(err) != app.ENOTFOUND {
-			return "", err
-		}
-		return "", nil
-	}
-	if u.GetType() == "Bot" {
-		return "", nil
-	}
-	host := "github.com"
-	if p, err := url.Parse(f.app.webURL); err == nil && p.Hostname() != "" && p.Hostname() != "github.com" {
-		host = p.Hostname()
-	}
-	return fmt.Sprintf("Co-authored-by: %s <%d+%s@users.noreply.%s>", u.GetLogin(), u.GetID(), u.GetLogin(), host), nil
 }
 
 // pushIfNeeded pushes tip to the target branch unless the branch already

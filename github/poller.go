@@ -43,6 +43,13 @@ type PollerOptions struct {
 	// Installations lists the repositories to poll. Required; see
 	// AppInstallations for the default over the App's JWT client.
 	Installations func(ctx context.Context) ([]InstalledRepo, error)
+	// Feeds lists the stored logins whose own events feed is polled
+	// (GET /users/{login}/events), so their /agent comments work on
+	// repositories the App is not installed on. Optional; with it,
+	// Clients and Installations may be nil (no App at all).
+	Feeds func(ctx context.Context) ([]string, error)
+	// FeedClient acts as a feed's login. Required with Feeds.
+	FeedClient UserClientFunc
 	// Cursors persists positions and ETags. Required.
 	Cursors CursorStore
 	// Sink receives each synthesized delivery. Required.
@@ -113,10 +120,14 @@ const (
 // NewPoller checks the options and returns a Poller; call Run.
 func NewPoller(opts PollerOptions) (*Poller, error) {
 	switch {
-	case opts.Clients == nil:
+	case opts.Feeds == nil && opts.Clients == nil:
 		return nil, errors.New("github: poller needs Clients")
-	case opts.Installations == nil:
+	case opts.Feeds == nil && opts.Installations == nil:
 		return nil, errors.New("github: poller needs Installations")
+	case (opts.Clients == nil) != (opts.Installations == nil):
+		return nil, errors.New("github: poller needs both Clients and Installations, or neither")
+	case opts.Feeds != nil && opts.FeedClient == nil:
+		return nil, errors.New("github: poller needs a FeedClient for Feeds")
 	case opts.Cursors == nil:
 		return nil, errors.New("github: poller needs a CursorStore")
 	case opts.Sink == nil:
@@ -280,11 +291,14 @@ func rateLimitWait(err error, now time.Time) (time.Duration, bool) {
 // does not stop the others, except that a rate limit skips the rest of
 // its installation; the errors of the round are returned joined.
 func (p *Poller) PollOnce(ctx context.Context) error {
+	errs := p.pollFeeds(ctx)
+	if p.opts.Installations == nil {
+		return errors.Join(errs...)
+	}
 	repos, err := p.installed(ctx)
 	if err != nil {
-		return err
+		return errors.Join(append(errs, err)...)
 	}
-	var errs []error
 	limited := map[int64]bool{}
 	for _, r := range repos {
 		if ctx.Err() != nil {

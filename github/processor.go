@@ -167,6 +167,11 @@ type ProcessorOptions struct {
 	// Sources says what to put in the box for a trigger; the default is
 	// the trigger's repository at its default branch.
 	Sources func(ctx context.Context, t Trigger) ([]app.Source, error)
+	// UserClient returns a client acting as a stored login, for
+	// deliveries of that login's events feed (Trigger.AsLogin): replies
+	// and the tracking comment are then posted with their token. Without
+	// it such deliveries are refused.
+	UserClient UserClientFunc
 	// Tracker, when set, is told about each new tracking comment so it
 	// renders it right away (and learns the repository's installation).
 	Tracker *Tracker
@@ -208,10 +213,10 @@ func NewProcessor(opts ProcessorOptions) (*Processor, error) {
 	}
 	api := opts.API
 	if api == nil {
-		if opts.Clients == nil {
-			return nil, errors.New("github: processor needs API or Clients")
+		if opts.Clients == nil && opts.UserClient == nil {
+			return nil, errors.New("github: processor needs API, Clients or UserClient")
 		}
-		api = NewClientsAPI(opts.Clients)
+		api = NewClientsAPI(orNoApp(opts.Clients))
 	}
 	if opts.ScanInterval <= 0 {
 		opts.ScanInterval = time.Minute
@@ -370,7 +375,15 @@ func (p *Processor) handle(ctx context.Context, d Delivery) error {
 		p.log.Debug("github delivery is not a trigger", "delivery", clipLog(d.ID), "reason", t.Reason)
 		return nil
 	}
-	if t.InstallationID == 0 {
+	if t.AsLogin != "" {
+		switch {
+		case p.opts.UserClient == nil:
+			return fmt.Errorf("github: %s delivery for %s's token, but no stored tokens are configured", t.Event, clip(t.AsLogin, 64))
+		case !strings.EqualFold(t.AsLogin, t.Sender):
+			// A feed acts only on its own login's comments.
+			return nil
+		}
+	} else if t.InstallationID == 0 {
 		return fmt.Errorf("github: %s delivery has no installation", t.Event)
 	}
 	if p.opts.Tracker != nil {
@@ -379,13 +392,16 @@ func (p *Processor) handle(ctx context.Context, d Delivery) error {
 	ctx = app.WithActor(ctx, actorFor(t.Sender))
 
 	if !p.allow[strings.ToLower(t.Sender)] {
-		perm, err := p.api.Permission(ctx, t.InstallationID, t.Repo, t.Sender)
+		perm, err := p.apiFor(t).Permission(ctx, t.InstallationID, t.Repo, t.Sender)
 		if err != nil {
 			return retry(fmt.Errorf("check permission of %s: %w", clip(t.Sender, 64), err))
 		}
 		if !MayTrigger(perm) {
 			p.log.Info("github trigger refused", "repo", t.Repo, "login", clip(t.Sender, 64), "permission", perm)
-			_, err := p.api.CreateComment(ctx, t.InstallationID, t.Repo, t.Number, refusalText(p.opts.Trigger.Trigger))
+			if t.AsLogin != "" {
+				return nil // never post a refusal as the person themself
+			}
+			_, err := p.apiFor(t).CreateComment(ctx, t.InstallationID, t.Repo, t.Number, refusalText(p.opts.Trigger.Trigger))
 			return retry(err)
 		}
 	}
@@ -442,9 +458,9 @@ func refusalText(trigger string) string {
 func (p *Processor) ack(ctx context.Context, t Trigger) {
 	var err error
 	if t.Kind == TriggerComment && t.CommentID != 0 {
-		err = p.api.React(ctx, t.InstallationID, t.Repo, t.CommentID, "eyes")
+		err = p.apiFor(t).React(ctx, t.InstallationID, t.Repo, t.CommentID, "eyes")
 	} else {
-		err = p.api.IssueReact(ctx, t.InstallationID, t.Repo, t.Number, "eyes")
+		err = p.apiFor(t).IssueReact(ctx, t.InstallationID, t.Repo, t.Number, "eyes")
 	}
 	if err != nil {
 		p.log.Warn("github reaction", "repo", t.Repo, "number", t.Number, "err", err)
@@ -455,7 +471,7 @@ func (p *Processor) reply(ctx context.Context, t Trigger, body string) error {
 	if body == "" {
 		return nil
 	}
-	_, err := p.api.CreateComment(ctx, t.InstallationID, t.Repo, t.Number, body)
+	_, err := p.apiFor(t).CreateComment(ctx, t.InstallationID, t.Repo, t.Number, body)
 	return retry(err)
 }
 
@@ -622,7 +638,7 @@ func (p *Processor) delegate(ctx context.Context, t Trigger, d Delivery, ask str
 		View: view, RunID: run.ID, PublicURL: p.opts.PublicURL, WebURL: p.opts.WebURL,
 		Trigger: p.opts.Trigger.Trigger, Now: p.opts.Now(),
 	})
-	id, err := p.api.CreateComment(ctx, t.InstallationID, t.Repo, t.Number, body)
+	id, err := p.apiFor(t).CreateComment(ctx, t.InstallationID, t.Repo, t.Number, body)
 	if err != nil {
 		return retry(err)
 	}

@@ -164,7 +164,7 @@ func (p *Processor) threadContext(ctx context.Context, t Trigger) string {
 	inst := t.InstallationID
 	needInfo := t.PullRequest || t.Kind != TriggerLabel
 	if needInfo {
-		info, err := p.api.Thread(ctx, inst, t.Repo, t.Number, t.PullRequest)
+		info, err := p.apiFor(t).Thread(ctx, inst, t.Repo, t.Number, t.PullRequest)
 		if err != nil {
 			p.log.Warn("github thread context", "repo", t.Repo, "number", t.Number, "err", err)
 		} else {
@@ -188,7 +188,7 @@ func (p *Processor) threadContext(ctx context.Context, t Trigger) string {
 // recentComments returns the thread's last writers' comments, each as
 // "@login wrote:\n> …", oldest first.
 func (p *Processor) recentComments(ctx context.Context, t Trigger) []string {
-	list, err := p.api.ListComments(ctx, t.InstallationID, t.Repo, t.Number)
+	list, err := p.apiFor(t).ListComments(ctx, t.InstallationID, t.Repo, t.Number)
 	if err != nil {
 		p.log.Warn("github thread comments", "repo", t.Repo, "number", t.Number, "err", err)
 		return nil
@@ -212,7 +212,7 @@ func (p *Processor) recentComments(ctx context.Context, t Trigger) []string {
 				ok = false
 			default:
 				lookups++
-				perm, err := p.api.Permission(ctx, t.InstallationID, t.Repo, c.Login)
+				perm, err := p.apiFor(t).Permission(ctx, t.InstallationID, t.Repo, c.Login)
 				ok = err == nil && MayTrigger(perm)
 			}
 			may[login] = ok

@@ -26,6 +26,9 @@ type TrackerOptions struct {
 	// whose installation this process has not seen (after a restart).
 	// Optional: the Processor tells the Tracker the ones it sees.
 	Installation func(ctx context.Context, repo string) (int64, error)
+	// UserClient acts as a stored login, for runs started from that
+	// login's events feed on repositories the App is not installed on.
+	UserClient UserClientFunc
 	// MinInterval throttles edits that do not change the run's state
 	// (default DefaultTrackInterval).
 	MinInterval time.Duration
@@ -80,10 +83,10 @@ func NewTracker(opts TrackerOptions) (*Tracker, error) {
 	}
 	api := opts.API
 	if api == nil {
-		if opts.Clients == nil {
-			return nil, errors.New("github: tracker needs API or Clients")
+		if opts.Clients == nil && opts.UserClient == nil {
+			return nil, errors.New("github: tracker needs API, Clients or UserClient")
 		}
-		api = NewClientsAPI(opts.Clients)
+		api = NewClientsAPI(orNoApp(opts.Clients))
 	}
 	if opts.MinInterval <= 0 {
 		opts.MinInterval = DefaultTrackInterval
@@ -339,9 +342,9 @@ func (t *Tracker) render(ctx context.Context, id app.RunID) {
 		t.mu.Unlock()
 		return
 	}
-	inst, err := t.installation(ctx, run.Origin.Repo)
+	api, inst, err := t.apiFor(ctx, run.Origin)
 	if err == nil {
-		err = t.api.EditComment(ctx, inst, run.Origin.Repo, run.Origin.TrackingCommentID, body)
+		err = api.EditComment(ctx, inst, run.Origin.Repo, run.Origin.TrackingCommentID, body)
 	}
 	if err != nil {
 		t.fail(id, err, false)

@@ -429,6 +429,9 @@ type Trigger struct {
 	// person who labelled it).
 	AuthorAssociation string
 	InstallationID    int64
+	// AsLogin is set for a comment found in a stored login's events feed
+	// (no App installation): asb acts on it with that login's token.
+	AsLogin string
 	// Reason says why a delivery is not a trigger (when Classify reports
 	// false), for logs and metrics.
 	Reason string
@@ -485,7 +488,11 @@ func Classify(event string, payload []byte, cfg TriggerConfig) (Trigger, bool, e
 			} `json:"comment"`
 		}
 		_ = json.Unmarshal(payload, &via) // it decoded above; a wrong type reads as ""
-		return classifyComment(t, e, via.Comment.App.Slug, cfg)
+		t, ok, err := classifyComment(t, e, via.Comment.App.Slug, cfg)
+		if t.InstallationID == 0 {
+			t.AsLogin = feedLogin(payload)
+		}
+		return t, ok, err
 	case *gh.IssuesEvent:
 		return classifyLabel(t, e, cfg)
 	}

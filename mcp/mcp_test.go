@@ -102,7 +102,7 @@ func TestToolSchemasGolden(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	want := []string{"ask", "delegate", "monitor", "pool_status", "resume", "status", "teardown", "watch"}
+	want := []string{"ask", "delegate", "gh_token_add", "monitor", "pool_status", "resume", "status", "teardown", "watch"}
 	var got []string
 	for _, tool := range list.Tools {
 		got = append(got, tool.Name)

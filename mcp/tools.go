@@ -28,6 +28,7 @@ type DelegateInput struct {
 	AllowDomains []string    `json:"allowDomains,omitempty" jsonschema:"extra internet domains the box may reach (egress is deny-by-default), e.g. api.example.com or *.example.com"`
 	Source       string      `json:"source,omitempty" jsonschema:"local: work on the user's local working tree (uncommitted changes included), shipped by asb mcp when WORKSPACE_DIR is set; git: check repo/repos out from GitHub. Default: local when WORKSPACE_DIR is set and no repo is given, otherwise git"`
 	Workspace    string      `json:"workspace,omitempty" jsonschema:"id of an uploaded working tree (ws_…); set by asb mcp when WORKSPACE_DIR is set; do not invent"`
+	Account      string      `json:"githubAccount,omitempty" jsonschema:"the stored GitHub login to push as, when several can; provide when delegate asks"`
 }
 
 // SessionInput names a session.
@@ -156,6 +157,7 @@ func (s *server) register(srv *sdk.Server) {
 		Annotations: &sdk.ToolAnnotations{ReadOnlyHint: true}}, s.ask)
 	sdk.AddTool(srv, &sdk.Tool{Name: "pool_status", Description: poolDesc,
 		Annotations: &sdk.ToolAnnotations{ReadOnlyHint: true}}, s.poolStatus)
+	s.registerIdentity(srv)
 }
 
 func ptr[T any](v T) *T { return &v }
@@ -203,10 +205,13 @@ func (s *server) delegate(ctx context.Context, req *sdk.CallToolRequest, in Dele
 			return nil, RunOutput{}, toolError(fmt.Sprintf("allowDomains[%d]", i), "%s", app.ErrorMessage(err))
 		}
 	}
+	if in.Account != "" && !app.ValidLogin(in.Account) {
+		return nil, RunOutput{}, toolError("githubAccount", "must be a GitHub login (letters, digits, '-')")
+	}
 	d, err := s.svc.Delegate(ctx, app.DelegateRequest{
 		Task:         in.Task,
 		Sources:      sources,
-		Origin:       app.Origin{Kind: app.OriginMCP},
+		Origin:       app.Origin{Kind: app.OriginMCP, GitHubAccount: in.Account},
 		AllowDomains: in.AllowDomains,
 	})
 	if err != nil {

@@ -87,6 +87,7 @@ func (a *api) mount(r chi.Router) {
 			r.Post("/teardown.json", a.teardown)
 			r.Post("/pin.json", a.pin)
 			r.Post("/workspaces", a.stageWorkspace)
+			a.mountGitHubAccounts(r)
 		})
 	})
 }

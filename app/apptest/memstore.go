@@ -28,6 +28,7 @@ type memState struct {
 	secrets   map[string][]byte
 	audit     []app.AuditEntry
 	boxes     map[app.BoxRef]app.Box
+	accounts  map[string]memAccount
 	nextEvent int64
 	nextQ     int64
 	nextAudit int64
@@ -42,6 +43,7 @@ func (s memState) clone() memState {
 	c.secrets = maps.Clone(s.secrets)
 	c.audit = slices.Clone(s.audit)
 	c.boxes = maps.Clone(s.boxes)
+	c.accounts = maps.Clone(s.accounts)
 	return c
 }
 
@@ -52,6 +54,7 @@ func NewMemStore() *MemStore {
 		runs:     map[app.RunID]app.Run{},
 		secrets:  map[string][]byte{},
 		boxes:    map[app.BoxRef]app.Box{},
+		accounts: map[string]memAccount{},
 	}}
 }
 

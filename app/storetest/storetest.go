@@ -30,6 +30,7 @@ func Run(t *testing.T, open func(t *testing.T) app.Store) {
 		{"Secrets", testSecrets},
 		{"Audit", testAudit},
 		{"Boxes", testBoxes},
+		{"GitHubAccounts", testGitHubAccounts},
 	}
 	for _, tc := range tests {
 		t.Run(tc.name, func(t *testing.T) { tc.fn(t, open(t)) })

@@ -96,11 +96,7 @@ func runServe(ctx context.Context, env *environment, args []string) int {
 		log.Error("cannot set up the GitHub App", "err", err)
 		return 1
 	}
-	var forge app.Forge
-	var fetch func(context.Context, app.Source) (string, func(), error)
-	if ghs != nil {
-		forge, fetch = ghs.forge, ghs.forge.Fetch
-	}
+	forge, fetch := ghs.forge, ghs.forge.Fetch
 	var boxes app.Sandbox = unconfiguredSandbox{reason: "no sandbox host configured: set SANDBOX_HOSTS"}
 	if fleet != nil {
 		boxes = newSandbox(cfg, env, fleet, fetch, log.With("component", "sandbox"))
@@ -114,16 +110,15 @@ func runServe(ctx context.Context, env *environment, args []string) int {
 	}
 	svc := app.NewService(app.Deps{
 		Store: store, Sandbox: boxes, Forge: forge, Workspaces: workspaces, Logger: log.With("component", "core"),
+		Secrets: keys, GitHub: ghs.users,
 	}, app.Config{WaitTimeout: cfg.Agent.WaitTimeout, AskTimeout: cfg.Agent.AskTimeout})
 	var webhook http.Handler
-	if ghs != nil {
-		if err := ghs.start(cfg, svc, store, log.With("component", "github")); err != nil {
-			log.Error("cannot set up the GitHub surface", "err", err)
-			return 1
-		}
-		if ghs.webhook != nil {
-			webhook = ghs.webhook
-		}
+	if err := ghs.start(cfg, svc, store, log.With("component", "github")); err != nil {
+		log.Error("cannot set up the GitHub surface", "err", err)
+		return 1
+	}
+	if ghs.webhook != nil {
+		webhook = ghs.webhook
 	}
 
 	var guidance []string
@@ -165,7 +160,7 @@ func runServe(ctx context.Context, env *environment, args []string) int {
 			{Name: "database", Required: true, Err: store.Ping},
 			{Name: "sandbox_hosts", Required: true, Err: hostsReady},
 			{Name: "github_app", Err: func(context.Context) error {
-				if ghs == nil {
+				if ghs.app == nil {
 					return errors.New("no GitHub App configured: open /setup to create one on GitHub, or set GITHUB_APP_ID and GITHUB_APP_PRIVATE_KEY_FILE (see docs/github-app.md)")
 				}
 				return nil
@@ -205,11 +200,7 @@ func runServe(ctx context.Context, env *environment, args []string) int {
 	sweepDone := make(chan error, 1)
 	go func() { sweepDone <- workspaces.Run(svcCtx) }()
 	githubDone := make(chan error, 1)
-	if ghs != nil {
-		go func() { githubDone <- ghs.run(svcCtx) }()
-	} else {
-		githubDone <- nil
-	}
+	go func() { githubDone <- ghs.run(svcCtx) }()
 	fleetDone := make(chan error, 1)
 	if fleet != nil {
 		// Probe, reconcile and keep the warm pool filled in the background.
