@@ -137,6 +137,7 @@ func BenchmarkWebhookAcknowledgement(b *testing.B) {
 	b.ReportMetric(float64(percentile(toEyes, 95).Microseconds())/1000, "eyes-p95-ms")
 	b.ReportMetric(float64(percentile(toTracking, 50).Microseconds())/1000, "tracking-median-ms")
 	b.ReportMetric(float64(percentile(toTracking, 95).Microseconds())/1000, "tracking-p95-ms")
+	b.ReportMetric(float64(base.Microseconds())/1000, "baseline-eyes-median-ms")
 	b.ReportMetric(float64(percentile(toEyes, 50))/float64(base), "x-bare-reaction")
 	b.Logf("webhook → 👀 median %v p95 %v; → tracking comment median %v p95 %v; bare reaction call %v (👀 ratio %.1fx) over %d comments",
 		percentile(toEyes, 50), percentile(toEyes, 95), percentile(toTracking, 50), percentile(toTracking, 95), base,
@@ -199,7 +200,7 @@ func BenchmarkWebhookThroughput(b *testing.B) {
 	seq.Store(0)
 	base := send(noop.URL)
 	b.ReportMetric(got, "webhooks/s")
-	b.ReportMetric(base, "noop-requests/s")
+	b.ReportMetric(base, "baseline-webhooks/s") // no-op handler requests/s
 	b.ReportMetric(got/base, "x-noop")
 	b.Logf("signed webhooks: %.0f/s; bare loopback POSTs to a no-op handler: %.0f/s (ratio %.2f) over %d deliveries", got, base, got/base, n)
 }
