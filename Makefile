@@ -10,7 +10,7 @@ LDFLAGS := -X main.version=$(VERSION)
 # go-sqlite3 is cgo.
 export CGO_ENABLED := 1
 
-.PHONY: run build test test-short vet fmt-check bench clean
+.PHONY: run build test test-short vet fmt-check bench load fuzz clean
 
 run: build
 	./$(BIN)/asb serve
@@ -43,6 +43,14 @@ fmt-check:
 bench:
 	@mkdir -p $(BIN)
 	$(GO) run ./cmd/asb-bench -timeout 15m -raw $(BIN)/bench.txt ./...
+
+# A controller on loopback under concurrent runs and webhooks (fake hosts,
+# real SQLite, real HTTP): throughput, latency percentiles, memory and
+# goroutines per active run; fails if they do not come back after the
+# load. Bigger: make load LOAD_FLAGS='-runs 200 -webhooks 2000 -rate 200'.
+LOAD_FLAGS ?= -runs 20 -webhooks 200 -rate 50
+load:
+	$(GO) run ./cmd/asb-load $(LOAD_FLAGS)
 
 clean:
 	rm -rf $(BIN)
