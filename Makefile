@@ -25,6 +25,7 @@ build:
 
 test: vet fmt-check
 	$(GO) test -race -count=1 -timeout 30m ./...
+	$(MAKE) fuzz
 
 test-short:
 	$(GO) test -short -count=1 ./...
@@ -51,6 +52,20 @@ bench:
 LOAD_FLAGS ?= -runs 20 -webhooks 200 -rate 50
 load:
 	$(GO) run ./cmd/asb-load $(LOAD_FLAGS)
+
+# A short pass of every fuzz target in the project (found with go test
+# -list, so a new one is never forgotten), FUZZ_TIME each: 20
+# targets, under three minutes. A failing input is saved under the
+# package's testdata/fuzz/ and then replays in every go test run.
+FUZZ_TIME ?= 4s
+fuzz:
+	@targets="$$($(GO) test -list '^Fuzz' ./... | awk '/^Fuzz/ { n[++c] = $$1 } /^ok / { for (i = 1; i <= c; i++) print $$2 ":" n[i]; c = 0 }')"; \
+	if [ -z "$$targets" ]; then echo "no fuzz targets found"; exit 1; fi; \
+	for t in $$targets; do \
+		pkg=$${t%%:*}; name=$${t##*:}; \
+		echo "fuzz $$name ($$pkg, $(FUZZ_TIME))"; \
+		out="$$($(GO) test -run '^$$' -fuzz "^$$name\$$" -fuzztime $(FUZZ_TIME) "$$pkg" 2>&1)" || { echo "$$out"; exit 1; }; \
+	done
 
 clean:
 	rm -rf $(BIN)
