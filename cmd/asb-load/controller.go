@@ -3,13 +3,18 @@ package main
 import (
 	"context"
 	"crypto/rand"
+	"crypto/subtle"
 	"encoding/hex"
+	"encoding/json"
 	"errors"
 	"fmt"
+	"io"
 	"log/slog"
 	"net"
 	"net/http"
-	"path/filepath"
+	"os"
+	"strconv"
+	"strings"
 	"sync"
 	"sync/atomic"
 	"time"
@@ -24,6 +29,8 @@ import (
 // controller is asb's serving side as `asb serve` wires it, minus GitHub's
 // API and real hosts: a Service on a real SQLite file, the real HTTP
 // handler on loopback with its webhook receiver, and a scripted sandbox.
+// It runs in a process of its own (controllerMain), so that its heap and
+// goroutines are measured without the load driver's.
 type controller struct {
 	URL           string
 	Token         string
@@ -96,7 +103,10 @@ func startController(cfg controllerConfig) (*controller, error) {
 		return nil, err
 	}
 	c.URL = "http://" + ln.Addr().String()
-	c.srv = &http.Server{Handler: handler, ReadHeaderTimeout: 10 * time.Second}
+	mux := http.NewServeMux()
+	mux.Handle("/", handler)
+	mux.Handle(debugPrefix, c.debug())
+	c.srv = &http.Server{Handler: mux, ReadHeaderTimeout: 10 * time.Second}
 	c.srv.RegisterOnShutdown(func() { close(stopStreams) })
 
 	ctx, cancel := context.WithCancel(app.WithActor(context.Background(), app.OperatorActor))
@@ -129,14 +139,6 @@ func startController(cfg controllerConfig) (*controller, error) {
 	return c, nil
 }
 
-// drained waits, at most until ctx ends, for the sink's consumer to
-// process what the webhook handed it.
-func (c *controller) drained(ctx context.Context) {
-	for c.accepted.Load() < c.handed.Load() && ctx.Err() == nil {
-		time.Sleep(5 * time.Millisecond)
-	}
-}
-
 // openGate lets every held run finish.
 func (c *controller) openGate() {
 	select {
@@ -156,6 +158,86 @@ func (c *controller) stop() error {
 	return errors.Join(err, c.store.Close())
 }
 
+// debugPrefix is where the controller process answers the load driver:
+// samples of its own heap and goroutines, the gate, the sink's counters.
+const debugPrefix = "/debug/load/"
+
+func (c *controller) debug() http.Handler {
+	mux := http.NewServeMux()
+	mux.HandleFunc("GET "+debugPrefix+"sample", func(w http.ResponseWriter, r *http.Request) {
+		writeDebug(w, take())
+	})
+	mux.HandleFunc("POST "+debugPrefix+"gate", func(w http.ResponseWriter, r *http.Request) {
+		c.openGate()
+		writeDebug(w, struct{}{})
+	})
+	mux.HandleFunc("GET "+debugPrefix+"sink", func(w http.ResponseWriter, r *http.Request) {
+		writeDebug(w, sinkCounts{Handed: c.handed.Load(), Accepted: c.accepted.Load(), Triggers: c.triggers.Load()})
+	})
+	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		got, _ := strings.CutPrefix(r.Header.Get("Authorization"), "Bearer ")
+		if subtle.ConstantTimeCompare([]byte(got), []byte(c.Token)) != 1 {
+			http.Error(w, "unauthorized", http.StatusUnauthorized)
+			return
+		}
+		mux.ServeHTTP(w, r)
+	})
+}
+
+// sinkCounts are what the webhook handed its sink and what was processed.
+type sinkCounts struct {
+	Handed, Accepted, Triggers int64
+}
+
+func writeDebug(w http.ResponseWriter, v any) {
+	w.Header().Set("Content-Type", "application/json")
+	_ = json.NewEncoder(w).Encode(v)
+}
+
+// hello is the controller process's first line on stdout: where it
+// listens and its credentials, which never travel in argv.
+type hello struct {
+	URL           string `json:"url"`
+	Token         string `json:"token"`
+	WebhookSecret string `json:"webhook_secret"`
+}
+
+// Environment of the controller process (nothing secret).
+const (
+	envRole    = "ASB_LOAD_ROLE"
+	envDB      = "ASB_LOAD_DB"
+	envRuns    = "ASB_LOAD_RUNS"
+	envRecords = "ASB_LOAD_RECORDS"
+	envPoll    = "ASB_LOAD_POLL"
+)
+
+// controllerMain is the controller process: it serves until its stdin
+// closes (the driver is done, or gone).
+func controllerMain() int {
+	runs, err1 := strconv.Atoi(os.Getenv(envRuns))
+	records, err2 := strconv.Atoi(os.Getenv(envRecords))
+	poll, err3 := time.ParseDuration(os.Getenv(envPoll))
+	if err := errors.Join(err1, err2, err3); err != nil {
+		fmt.Fprintln(os.Stderr, "asb-load controller: bad configuration:", err)
+		return 2
+	}
+	c, err := startController(controllerConfig{DBPath: os.Getenv(envDB), Runs: runs, Records: records, PollInterval: poll})
+	if err != nil {
+		fmt.Fprintln(os.Stderr, "asb-load controller:", err)
+		return 1
+	}
+	if err := json.NewEncoder(os.Stdout).Encode(hello{URL: c.URL, Token: c.Token, WebhookSecret: string(c.WebhookSecret)}); err != nil {
+		c.stop()
+		return 1
+	}
+	_, _ = io.Copy(io.Discard, os.Stdin)
+	if err := c.stop(); err != nil {
+		fmt.Fprintln(os.Stderr, "asb-load controller: stop:", err)
+		return 1
+	}
+	return 0
+}
+
 func randomHex(n int) string {
 	b := make([]byte, n)
 	if _, err := rand.Read(b); err != nil {
@@ -163,5 +245,3 @@ func randomHex(n int) string {
 	}
 	return hex.EncodeToString(b)
 }
-
-func defaultDB(dir string) string { return filepath.Join(dir, "asb-load.sqlite") }

@@ -5,13 +5,14 @@ import (
 	"fmt"
 	"net/http"
 	"os"
+	"path/filepath"
 	"runtime"
-	"runtime/pprof"
 	"sync"
 	"time"
 )
 
-// sample is the process's heap and goroutines at one moment, after a GC.
+// sample is the controller process's heap and goroutines at one moment,
+// after a GC.
 type sample struct {
 	Heap       uint64 // live heap bytes (HeapAlloc right after a GC)
 	Goroutines int
@@ -68,15 +69,15 @@ func load(ctx context.Context, o options) (*report, error) {
 			return nil, err
 		}
 		defer os.RemoveAll(dir)
-		db = defaultDB(dir)
+		db = filepath.Join(dir, "asb-load.sqlite")
 	}
-	ctl, err := startController(controllerConfig{DBPath: db, Runs: o.Runs, Records: o.Records, PollInterval: o.PollInterval})
+	ctx, cancel := context.WithTimeout(ctx, o.Timeout)
+	defer cancel()
+	ctl, err := spawnController(ctx, controllerConfig{DBPath: db, Runs: o.Runs, Records: o.Records, PollInterval: o.PollInterval})
 	if err != nil {
 		return nil, err
 	}
 	defer ctl.stop()
-	ctx, cancel := context.WithTimeout(ctx, o.Timeout)
-	defer cancel()
 
 	transport := &http.Transport{MaxIdleConnsPerHost: o.Runs + 80, IdleConnTimeout: time.Minute}
 	hc := &http.Client{Transport: transport}
@@ -86,10 +87,14 @@ func load(ctx context.Context, o options) (*report, error) {
 	}
 	transport.CloseIdleConnections()
 	rep := &report{Opts: o}
-	rep.Before = settle(sample{}, 0, 0, 500*time.Millisecond) // let the idle controller come to rest
+	// The idle baseline: two equal goroutine counts in a row.
+	if rep.Before, err = settle(ctx, ctl, func(prev, s sample) bool { return s.Goroutines == prev.Goroutines }, 2*time.Second); err != nil {
+		return nil, err
+	}
 
 	// The health prober, for as long as the load lasts.
 	healthCtx, stopHealth := context.WithCancel(ctx)
+	defer stopHealth()
 	var healthWG sync.WaitGroup
 	healthWG.Add(1)
 	go func() {
@@ -141,7 +146,7 @@ func load(ctx context.Context, o options) (*report, error) {
 		}()
 	}
 	var firstLive time.Time
-	live, ended := 0, 0
+	live, ended, sampled := 0, 0, false
 	for ended < o.Runs {
 		select {
 		case <-lives:
@@ -158,79 +163,88 @@ func load(ctx context.Context, o options) (*report, error) {
 				rep.Live, rep.Done = append(rep.Live, oc.t.Live), append(rep.Done, oc.t.Done)
 			}
 		}
-		if rep.During.Goroutines == 0 && live+len(rep.RunErrors) >= o.Runs {
-			rep.During, rep.DuringActive = take(), live-(ended-len(rep.RunErrors))
-			rep.GateWait = time.Since(firstLive)
-			ctl.openGate()
+		if !sampled && live+len(rep.RunErrors) >= o.Runs {
+			sampled = true
+			rep.DuringActive, rep.GateWait = live-(ended-len(rep.RunErrors)), time.Since(firstLive)
+			if rep.During, err = ctl.sample(ctx); err != nil {
+				rep.RunErrors = append(rep.RunErrors, fmt.Errorf("sample with the runs active: %w", err))
+			}
+			if err := ctl.openGate(ctx); err != nil {
+				return nil, fmt.Errorf("open the gate: %w", err)
+			}
 		}
 	}
 	rep.RunsElapsed = time.Since(start)
 	whWG.Wait()
-	ctl.drained(ctx)
+	counts, err := ctl.drained(ctx)
+	if err != nil {
+		rep.RunErrors = append(rep.RunErrors, fmt.Errorf("the webhook sink: %w", err))
+	}
+	rep.Stored, rep.Triggers = counts.Accepted, counts.Triggers
 	stopHealth()
 	healthWG.Wait()
-	rep.Stored, rep.Triggers = ctl.accepted.Load(), ctl.triggers.Load()
 
-	// Back to idle: drop the client's keep-alive connections (their
-	// server side ends with them) and give the controller time to settle.
+	// Back to idle: drop the keep-alive connections (their server side
+	// ends with them) and give the controller time to settle.
 	transport.CloseIdleConnections()
-	if o.afterLoad != nil {
-		o.afterLoad()
+	rep.HeapAllowed = heapAllowed(rep.Before, rep.During, o.HeapSlack)
+	back := func(_, s sample) bool { return len(leaks(rep.Before, s, o.GoroutineSlack, rep.HeapAllowed)) == 0 }
+	if rep.After, err = settle(ctx, ctl, back, o.Settle); err != nil {
+		return nil, err
 	}
-	// The runtime never frees a goroutine's descriptor, it reuses it: the
-	// heap keeps one per goroutine of the peak, which is no leak of asb's.
-	rep.HeapAllowed = o.HeapSlack + uint64(max(rep.During.Goroutines-rep.Before.Goroutines, 0))*goroutineDescriptor
-	rep.After = settle(rep.Before, o.GoroutineSlack, rep.HeapAllowed, o.Settle)
-	if d := rep.After.Goroutines - rep.Before.Goroutines; d > o.GoroutineSlack {
-		rep.Leaks = append(rep.Leaks, fmt.Sprintf("%d goroutines more than before the load (allowed %d)", d, o.GoroutineSlack))
-	}
-	if rep.After.Heap > rep.Before.Heap+rep.HeapAllowed {
-		rep.Leaks = append(rep.Leaks, fmt.Sprintf("heap %s above its idle baseline (allowed %s)",
-			mib(rep.After.Heap-rep.Before.Heap), mib(rep.HeapAllowed)))
-	}
-	if o.MemProfile != "" {
-		if err := writeHeapProfile(o.MemProfile); err != nil {
-			return nil, err
-		}
-	}
+	rep.Leaks = leaks(rep.Before, rep.After, o.GoroutineSlack, rep.HeapAllowed)
 	if ctx.Err() != nil {
 		rep.RunErrors = append(rep.RunErrors, fmt.Errorf("the load did not finish within -timeout %v", o.Timeout))
+	}
+	if err := ctl.stop(); err != nil {
+		return nil, err
 	}
 	return rep, nil
 }
 
-// settle samples until goroutines and heap are within slack of base, or
-// until the time is up, and returns the last sample. With a zero base it
-// waits for two equal goroutine counts in a row (the idle baseline).
-func settle(base sample, goroutineSlack int, heapSlack uint64, within time.Duration) sample {
+// heapAllowed is how far above the idle heap the controller's may stay
+// after the load. The runtime never frees a goroutine's descriptor, it
+// reuses it: the heap keeps one per goroutine of the peak, which is no
+// leak of asb's.
+func heapAllowed(before, during sample, slack uint64) uint64 {
+	return slack + uint64(max(during.Goroutines-before.Goroutines, 0))*goroutineDescriptor
+}
+
+// leaks says what did not come back to the idle baseline.
+func leaks(before, after sample, goroutineSlack int, heapAllowed uint64) []string {
+	var out []string
+	if d := after.Goroutines - before.Goroutines; d > goroutineSlack {
+		out = append(out, fmt.Sprintf("%d goroutines more than before the load (allowed %d)", d, goroutineSlack))
+	}
+	if after.Heap > before.Heap+heapAllowed {
+		out = append(out, fmt.Sprintf("heap %s above its idle baseline (allowed %s)", mib(after.Heap-before.Heap), mib(heapAllowed)))
+	}
+	return out
+}
+
+// settle samples the controller every 50ms until ok(previous, sample)
+// holds or the time is up, and returns the last sample.
+func settle(ctx context.Context, ctl *remote, ok func(prev, s sample) bool, within time.Duration) (sample, error) {
 	deadline := time.Now().Add(within)
-	prev := take()
+	prev, err := ctl.sample(ctx)
+	if err != nil {
+		return prev, err
+	}
 	for {
-		time.Sleep(50 * time.Millisecond)
-		s := take()
-		if base == (sample{}) {
-			if s.Goroutines == prev.Goroutines || time.Now().After(deadline) {
-				return s
-			}
-		} else if s.Goroutines <= base.Goroutines+goroutineSlack && s.Heap <= base.Heap+heapSlack || time.Now().After(deadline) {
-			return s
+		select {
+		case <-ctx.Done():
+			return prev, ctx.Err()
+		case <-time.After(50 * time.Millisecond):
+		}
+		s, err := ctl.sample(ctx)
+		if err != nil {
+			return s, err
+		}
+		if ok(prev, s) || time.Now().After(deadline) {
+			return s, nil
 		}
 		prev = s
 	}
-}
-
-// writeHeapProfile records what is still on the heap, to find a leak.
-func writeHeapProfile(path string) error {
-	f, err := os.Create(path)
-	if err != nil {
-		return err
-	}
-	runtime.GC()
-	if err := pprof.Lookup("heap").WriteTo(f, 0); err != nil {
-		f.Close()
-		return err
-	}
-	return f.Close()
 }
 
 func probe(ctx context.Context, hc *http.Client, base string) error {

@@ -4,11 +4,23 @@ import (
 	"bytes"
 	"context"
 	"io"
+	"net/http"
+	"os"
 	"path/filepath"
+	"reflect"
 	"strings"
 	"testing"
 	"time"
 )
+
+// TestMain lets the test binary play the controller process, as the
+// asb-load binary does: load re-executes itself.
+func TestMain(m *testing.M) {
+	if os.Getenv(envRole) == "controller" {
+		os.Exit(controllerMain())
+	}
+	os.Exit(m.Run())
+}
 
 var fixtures = filepath.Join("..", "..", "github", "testdata", "webhooks")
 
@@ -61,31 +73,52 @@ func TestLoadRunsEverythingAndLeaksNothing(t *testing.T) {
 }
 
 // The leak check is not vacuous: goroutines or heap still held once the
-// load is over fail the load.
-func TestLoadReportsLeaks(t *testing.T) {
-	o := tiny(t)
-	o.Webhooks, o.Settle, o.HeapSlack = 0, 200*time.Millisecond, 1<<20
-	stop := make(chan struct{})
-	defer close(stop)
-	var kept [][]byte
-	o.afterLoad = func() {
-		for range 5 {
-			go func() { <-stop }()
-		}
-		for range 64 {
-			kept = append(kept, make([]byte, 256<<10)) // 16 MiB
+// load is over are reported, and only the runtime's goroutine descriptors
+// are forgiven on top of the slack.
+func TestLeakJudgement(t *testing.T) {
+	before := sample{Heap: 10 << 20, Goroutines: 8}
+	during := sample{Heap: 40 << 20, Goroutines: 1008}
+	allowed := heapAllowed(before, during, 4<<20)
+	if allowed != 4<<20+1000*goroutineDescriptor {
+		t.Fatalf("allowed %d", allowed)
+	}
+	cases := []struct {
+		after sample
+		want  []string
+	}{
+		{sample{Heap: 10 << 20, Goroutines: 8}, nil},
+		{sample{Heap: 10<<20 + allowed, Goroutines: 10}, nil},
+		{sample{Heap: 10 << 20, Goroutines: 11}, []string{"3 goroutines more than before the load (allowed 2)"}},
+		{sample{Heap: 10<<20 + allowed + 1, Goroutines: 8}, []string{"heap 4.5 MiB above its idle baseline (allowed 4.5 MiB)"}},
+		{sample{Heap: 100 << 20, Goroutines: 500}, []string{"492 goroutines more than before the load (allowed 2)", "heap 90.0 MiB above its idle baseline (allowed 4.5 MiB)"}},
+	}
+	for _, c := range cases {
+		if got := leaks(before, c.after, 2, allowed); !reflect.DeepEqual(got, c.want) {
+			t.Errorf("after %+v: %q, want %q", c.after, got, c.want)
 		}
 	}
-	rep, err := load(context.Background(), o)
+	rep := &report{Opts: options{Runs: 1}, Leaks: leaks(before, cases[4].after, 2, allowed)}
+	if err := rep.verdict(); err == nil || !strings.Contains(err.Error(), "leak: 492 goroutines") {
+		t.Fatalf("verdict: %v", err)
+	}
+}
+
+// The controller's debug endpoints answer only the load driver.
+func TestDebugEndpointsNeedTheToken(t *testing.T) {
+	ctl, err := startController(controllerConfig{DBPath: filepath.Join(t.TempDir(), "c.sqlite"), Runs: 1, Records: 1, PollInterval: time.Millisecond})
 	if err != nil {
 		t.Fatal(err)
 	}
-	err = rep.verdict()
-	if err == nil || !strings.Contains(err.Error(), "5 goroutines more") || !strings.Contains(err.Error(), "heap") {
-		t.Fatalf("verdict: %v", err)
+	defer ctl.stop()
+	for _, token := range []string{"", "wrong", ctl.Token + "x"} {
+		r := &remote{URL: ctl.URL, Token: token, debug: http.DefaultClient}
+		if _, err := r.sample(context.Background()); err == nil || !strings.Contains(err.Error(), "401") {
+			t.Errorf("token %q: %v", token, err)
+		}
 	}
-	if len(kept) != 64 {
-		t.Fatal("the allocations were optimised away")
+	r := &remote{URL: ctl.URL, Token: ctl.Token, debug: http.DefaultClient}
+	if s, err := r.sample(context.Background()); err != nil || s.Goroutines == 0 || s.Heap == 0 {
+		t.Fatalf("%+v %v", s, err)
 	}
 }
 

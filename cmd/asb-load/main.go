@@ -1,10 +1,12 @@
 // Command asb-load puts a controller under load on loopback and checks
 // that nothing leaks once the load is over. `make load` runs it.
 //
-// In one process it starts asb's serving side as `asb serve` wires it — a
-// Service on a real SQLite file, the real HTTP handler with the webhook
-// receiver, on 127.0.0.1 — over a scripted in-memory sandbox whose agents
-// print -records records, one per poll. Then, at the same time:
+// It starts asb's serving side as `asb serve` wires it — a Service on a
+// real SQLite file, the real HTTP handler with the webhook receiver, on
+// 127.0.0.1 — over a scripted in-memory sandbox whose agents print
+// -records records, one per poll, in a process of its own (this binary
+// again), so that its heap and goroutines are measured alone. Then, at the
+// same time:
 //
 //   - -runs concurrent runs, each delegated with POST /delegate.json and
 //     followed on /watch.sse until done, then torn down;
@@ -53,12 +55,6 @@ type options struct {
 	GoroutineSlack int
 	HeapSlack      uint64
 	Settle         time.Duration
-	// MemProfile, when set, receives a heap profile taken after the load.
-	MemProfile string
-
-	// afterLoad, set by tests, runs once the load is over, before the
-	// leak check.
-	afterLoad func()
 }
 
 func (o options) validate() error {
@@ -82,6 +78,9 @@ func (o options) validate() error {
 }
 
 func main() {
+	if os.Getenv(envRole) == "controller" {
+		os.Exit(controllerMain())
+	}
 	if err := run(context.Background(), os.Args[1:], os.Stdout, os.Stderr); err != nil {
 		fmt.Fprintln(os.Stderr, "asb-load:", err)
 		os.Exit(1)
@@ -103,7 +102,6 @@ func parseFlags(args []string, stderr io.Writer) (options, error) {
 	fs.IntVar(&o.GoroutineSlack, "goroutine-slack", 2, "goroutines allowed above the idle baseline after the load")
 	heapSlackMiB := fs.Float64("heap-slack-mib", 4, "heap (MiB) allowed above the idle baseline after the load")
 	fs.DurationVar(&o.Settle, "settle", 10*time.Second, "how long goroutines and heap get to come back after the load")
-	fs.StringVar(&o.MemProfile, "memprofile", "", "write a heap profile taken after the load to this file (go tool pprof)")
 	if err := fs.Parse(args); err != nil {
 		return o, err
 	}

@@ -70,7 +70,7 @@ func (r *report) write(w io.Writer) {
 	}
 	fmt.Fprintf(tw, "leak check\t%s\n", leak)
 	tw.Flush()
-	fmt.Fprintln(w, "\n(heap and goroutines are the whole process's: the loopback clients' share, one connection and reader per run, is included)")
+	fmt.Fprintln(w, "\n(heap and goroutines are the controller process's, after a GC, measured in that process)")
 	for i, err := range r.RunErrors {
 		if i == 5 {
 			fmt.Fprintf(w, "… and %d more run errors\n", len(r.RunErrors)-5)

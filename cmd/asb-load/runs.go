@@ -93,7 +93,7 @@ func (c *client) driveRun(ctx context.Context, i int, live func()) (runTiming, e
 		return t, fmt.Errorf("watch.sse: %d", resp.StatusCode)
 	}
 	sc := bufio.NewScanner(resp.Body)
-	sc.Buffer(make([]byte, 0, 64<<10), 4<<20)
+	sc.Buffer(make([]byte, 0, 4<<10), 4<<20) // grows for long events; small, as it counts in the heap per run
 	for sc.Scan() {
 		data, ok := strings.CutPrefix(sc.Text(), "data: ")
 		if !ok {
