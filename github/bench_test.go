@@ -95,7 +95,8 @@ func percentile(ds []time.Duration, p int) time.Duration {
 // BenchmarkWebhookAcknowledgement measures, per `/agent` comment, the time
 // from the signed webhook arriving to the 👀 reaction and to the tracking
 // comment existing on the fake GitHub. The baseline is one bare reaction
-// call to the same fake (what any acknowledgement must cost at least).
+// call to the same fake (what any acknowledgement must cost at least),
+// reported as baseline-eyes-median-ms for asb-bench to pair.
 func BenchmarkWebhookAcknowledgement(b *testing.B) {
 	w := newBenchWorld(b)
 	ctx := context.Background()
@@ -147,7 +148,8 @@ func BenchmarkWebhookAcknowledgement(b *testing.B) {
 // BenchmarkWebhookThroughput measures signed deliveries per second that
 // the receiver verifies, records and hands on (plain comments, which the
 // processor classifies and drops), from 8 concurrent senders. The baseline
-// is the same traffic to a handler that only reads the body.
+// is the same traffic to a handler that only reads the body
+// (baseline-webhooks/s).
 func BenchmarkWebhookThroughput(b *testing.B) {
 	w := newBenchWorld(b)
 	noop := httptest.NewServer(http.HandlerFunc(func(rw http.ResponseWriter, r *http.Request) {
