@@ -95,7 +95,8 @@ func percentile(ds []time.Duration, p int) time.Duration {
 // BenchmarkWebhookAcknowledgement measures, per `/agent` comment, the time
 // from the signed webhook arriving to the 👀 reaction and to the tracking
 // comment existing on the fake GitHub. The baseline is one bare reaction
-// call to the same fake (what any acknowledgement must cost at least).
+// call to the same fake (what any acknowledgement must cost at least),
+// reported as baseline-eyes-median-ms for asb-bench to pair.
 func BenchmarkWebhookAcknowledgement(b *testing.B) {
 	w := newBenchWorld(b)
 	ctx := context.Background()
@@ -137,6 +138,7 @@ func BenchmarkWebhookAcknowledgement(b *testing.B) {
 	b.ReportMetric(float64(percentile(toEyes, 95).Microseconds())/1000, "eyes-p95-ms")
 	b.ReportMetric(float64(percentile(toTracking, 50).Microseconds())/1000, "tracking-median-ms")
 	b.ReportMetric(float64(percentile(toTracking, 95).Microseconds())/1000, "tracking-p95-ms")
+	b.ReportMetric(float64(base.Microseconds())/1000, "baseline-eyes-median-ms")
 	b.ReportMetric(float64(percentile(toEyes, 50))/float64(base), "x-bare-reaction")
 	b.Logf("webhook → 👀 median %v p95 %v; → tracking comment median %v p95 %v; bare reaction call %v (👀 ratio %.1fx) over %d comments",
 		percentile(toEyes, 50), percentile(toEyes, 95), percentile(toTracking, 50), percentile(toTracking, 95), base,
@@ -146,7 +148,8 @@ func BenchmarkWebhookAcknowledgement(b *testing.B) {
 // BenchmarkWebhookThroughput measures signed deliveries per second that
 // the receiver verifies, records and hands on (plain comments, which the
 // processor classifies and drops), from 8 concurrent senders. The baseline
-// is the same traffic to a handler that only reads the body.
+// is the same traffic to a handler that only reads the body
+// (baseline-webhooks/s).
 func BenchmarkWebhookThroughput(b *testing.B) {
 	w := newBenchWorld(b)
 	noop := httptest.NewServer(http.HandlerFunc(func(rw http.ResponseWriter, r *http.Request) {
@@ -199,7 +202,7 @@ func BenchmarkWebhookThroughput(b *testing.B) {
 	seq.Store(0)
 	base := send(noop.URL)
 	b.ReportMetric(got, "webhooks/s")
-	b.ReportMetric(base, "noop-requests/s")
+	b.ReportMetric(base, "baseline-webhooks/s") // no-op handler requests/s
 	b.ReportMetric(got/base, "x-noop")
 	b.Logf("signed webhooks: %.0f/s; bare loopback POSTs to a no-op handler: %.0f/s (ratio %.2f) over %d deliveries", got, base, got/base, n)
 }

@@ -18,12 +18,13 @@ import (
 //
 //   - xcrypto-persistent: SSHTransport, one x/crypto/ssh connection held
 //     open, one session per command (what asb uses);
-//   - openssh-controlmaster: one `ssh` client process per command over an
-//     OpenSSH ControlMaster socket (what the original implementation did);
+//   - baseline-openssh-controlmaster: one `ssh` client process per command
+//     over an OpenSSH ControlMaster socket (what the original implementation
+//     did; the "baseline" prefix makes asb-bench compare its siblings with it);
 //   - local-exec: LocalTransport, for scale (no SSH at all).
 //
 // Each reports its median as median-ms (less sensitive than ns/op to the
-// odd slow fork); openssh-controlmaster also reports its median divided
+// odd slow fork); the ControlMaster baseline also reports its median divided
 // by xcrypto-persistent's (x-xcrypto-median), and with -v the parent logs
 // all medians and the ratio in one line.
 // Run: go test ./sandbox/ -run '^$' -bench ExecRoundTrip -benchtime 300x
@@ -66,7 +67,7 @@ func BenchmarkExecRoundTrip(b *testing.B) {
 		record(b, "xcrypto", durs)
 	})
 
-	b.Run("openssh-controlmaster", func(b *testing.B) {
+	b.Run("baseline-openssh-controlmaster", func(b *testing.B) {
 		sshBin, err := exec.LookPath("ssh")
 		if err != nil {
 			b.Skip("no ssh client (apt-get install openssh-client)")

@@ -175,11 +175,11 @@ func parsePort(s string, lo int) (int, error) {
 // in logs, comments and the dashboard; they belong in the *_KEY variables.
 func parseHTTPURL(s string) (*url.URL, error) {
 	u, err := url.Parse(s)
+	if err == nil && u.User != nil { // first: every other answer would echo the password
+		return nil, wantRedacted(u.Redacted(), "want a URL without user:password@ (put credentials in their own variable)")
+	}
 	if err != nil || (u.Scheme != "http" && u.Scheme != "https") || u.Host == "" || u.Opaque != "" {
 		return nil, want("want an http:// or https:// URL, e.g. https://asb.example.com")
-	}
-	if u.User != nil {
-		return nil, wantRedacted(u.Redacted(), "want a URL without user:password@ (put credentials in their own variable)")
 	}
 	if u.RawQuery != "" || u.ForceQuery || u.Fragment != "" {
 		return nil, want("want a URL without ?query or #fragment")
