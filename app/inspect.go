@@ -76,6 +76,10 @@ func WorkspacePath(p string) (string, error) {
 		p = "/workspace/" + p
 	}
 	clean := path.Clean(p)
+	// Bounded again once prefixed, so whatever this returns it accepts.
+	if len(clean) > 4096 {
+		return "", Errorf(EINVALID, "path is too long")
+	}
 	if clean != "/workspace" && !strings.HasPrefix(clean, "/workspace/") {
 		return "", Errorf(EINVALID, "path %q is outside /workspace", clip(p, 200))
 	}
