@@ -291,7 +291,11 @@ func (s *Service) follow(ctx context.Context, r Run, sess Session) error {
 	if r.Kind == RunTask && r.Turn <= 1 {
 		resume = "" // the session's first turn starts the conversation
 	}
-	if err := s.sandbox.Launch(ctx, sess.Box, Turn{TurnRef: ref, Prompt: prompt, ResumeAgentSession: resume, Workdir: workdir(sess), Secrets: secrets}); err != nil {
+	mcps, err := s.boxMCPServers(ctx, sess.Owner)
+	if err != nil {
+		return err
+	}
+	if err := s.sandbox.Launch(ctx, sess.Box, Turn{TurnRef: ref, Prompt: prompt, ResumeAgentSession: resume, Workdir: workdir(sess), Secrets: secrets, MCPServers: mcps}); err != nil {
 		return err
 	}
 	// The launch consumed the secrets; forget them at once.
