@@ -145,3 +145,28 @@ func TestMCPServersNeedASealer(t *testing.T) {
 		t.Fatalf("without a sealer: %v", err)
 	}
 }
+
+func TestGitHubReposListsTheCallersPushableRepos(t *testing.T) {
+	h := newIDHarness(t)
+	for _, tok := range []string{tokAlice, tokBob} {
+		if _, err := h.svc.AddGitHubToken(as("acc_a"), tok); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if _, err := h.svc.AddGitHubToken(as("acc_b"), tokAlice2); err != nil {
+		t.Fatal(err)
+	}
+	got, err := h.svc.GitHubRepos(as("acc_a"))
+	if err != nil || strings.Join(got, ",") != "acme/api,alice/site,bob/tools" {
+		t.Fatalf("acc_a's repos = %v %v", got, err)
+	}
+	// A token GitHub no longer takes is skipped; the others still answer.
+	h.prober.Revoke(tokBob)
+	if got, err = h.svc.GitHubRepos(as("acc_a")); err != nil || strings.Join(got, ",") != "acme/api,alice/site" {
+		t.Fatalf("after revoking bob's token = %v %v", got, err)
+	}
+	// Only the caller's own accounts count.
+	if got, err = h.svc.GitHubRepos(as("acc_c")); err != nil || len(got) != 0 {
+		t.Fatalf("acc_c = %v %v", got, err)
+	}
+}
