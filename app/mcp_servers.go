@@ -4,6 +4,7 @@ import (
 	"context"
 	"encoding/json"
 	"net/url"
+	"slices"
 	"sort"
 	"strings"
 	"time"
@@ -246,4 +247,32 @@ func (s *Service) boxMCPServers(ctx context.Context, owner AccountID) ([]BoxMCPS
 		return nil
 	})
 	return out, err
+}
+
+// mcpEgress is the session's extra egress domains plus the hosts of its
+// owner's https MCP servers on port 443 (the only port an egress rule
+// opens), so that a box with closed egress can reach them. Rules are set
+// when a box boots: a server added later reaches the next box.
+func (s *Service) mcpEgress(ctx context.Context, sess Session) ([]string, error) {
+	var list []MCPServer
+	err := s.store.View(ctx, func(tx Tx) error {
+		var err error
+		list, err = tx.ListMCPServers(sess.Owner)
+		return err
+	})
+	if err != nil || len(list) == 0 {
+		return sess.AllowDomains, err
+	}
+	out := append([]string(nil), sess.AllowDomains...)
+	for _, m := range list {
+		u, err := url.Parse(m.URL)
+		if err != nil || u.Scheme != "https" || (u.Port() != "" && u.Port() != "443") {
+			continue
+		}
+		host := strings.ToLower(u.Hostname())
+		if CheckDomain(host) == nil && !slices.Contains(out, host) {
+			out = append(out, host)
+		}
+	}
+	return out, nil
 }

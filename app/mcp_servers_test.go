@@ -7,8 +7,11 @@ import (
 	"fmt"
 	"strings"
 	"testing"
+	"time"
 
 	"github.com/asb-dev/asb/app"
+	"github.com/asb-dev/asb/app/apptest"
+	"github.com/asb-dev/asb/app/seal"
 )
 
 const mcpSecret = "Bearer mcp-secret-value-never-in-clear"
@@ -168,5 +171,67 @@ func TestGitHubReposListsTheCallersPushableRepos(t *testing.T) {
 	// Only the caller's own accounts count.
 	if got, err = h.svc.GitHubRepos(as("acc_c")); err != nil || len(got) != 0 {
 		t.Fatalf("acc_c = %v %v", got, err)
+	}
+}
+
+// TestRunsGetTheirOwnersMCPServers runs a task for the operator while
+// another owner also stored a server: the launch carries the operator's
+// servers with their headers opened, and the box's egress opens their
+// https hosts, and nothing of the other owner's.
+func TestRunsGetTheirOwnersMCPServers(t *testing.T) {
+	store, sb := apptest.NewMemStore(), apptest.NewFakeSandbox()
+	keys, err := seal.New(bytes.Repeat([]byte{5}, seal.KeySize))
+	if err != nil {
+		t.Fatal(err)
+	}
+	var specs []app.BoxSpec
+	sb.EnsureBoxErr = func(spec app.BoxSpec) error {
+		specs = append(specs, spec)
+		return nil
+	}
+	svc := app.NewService(app.Deps{Store: store, Sandbox: sb, Forge: &apptest.FakeForge{}, Secrets: keys}, app.Config{PollInterval: time.Millisecond})
+	op := app.WithActor(context.Background(), app.OperatorActor)
+	for _, in := range []app.MCPServerInput{
+		{Name: "docs", URL: "https://Docs.Example.com/mcp", Headers: map[string]string{"Authorization": mcpSecret}},
+		{Name: "local", URL: "http://10.0.0.5:8080/mcp"},
+		{Name: "odd-port", URL: "https://tools.example.com:8443/mcp"},
+	} {
+		if _, err := svc.AddMCPServer(op, in); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if _, err := svc.AddMCPServer(as("acc_other"), app.MCPServerInput{Name: "theirs", URL: "https://theirs.example.com/mcp"}); err != nil {
+		t.Fatal(err)
+	}
+	ctx, cancel := context.WithCancel(op)
+	defer cancel()
+	done := make(chan error, 1)
+	go func() { done <- svc.Run(ctx) }()
+	d, err := svc.Delegate(op, app.DelegateRequest{Task: "use the docs", AllowDomains: []string{"pkg.example.org"}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	waitFor(t, "the run to end", func() bool {
+		v, err := svc.Session(op, d.Session.ID)
+		return err == nil && v.Runs[0].State.Terminal()
+	})
+	cancel()
+	<-done
+	launches := sb.Launches()
+	if len(launches) != 1 {
+		t.Fatalf("launches = %d", len(launches))
+	}
+	var names []string
+	for _, m := range launches[0].MCPServers {
+		names = append(names, m.Name)
+		if m.Name == "docs" && (m.URL != "https://Docs.Example.com/mcp" || m.Headers["Authorization"] != mcpSecret) {
+			t.Errorf("docs server at launch = %+v", m)
+		}
+	}
+	if strings.Join(names, ",") != "docs,local,odd-port" {
+		t.Fatalf("servers at launch = %v", names)
+	}
+	if len(specs) == 0 || strings.Join(specs[0].AllowDomains, ",") != "pkg.example.org,docs.example.com" {
+		t.Fatalf("box egress = %+v", specs)
 	}
 }

@@ -221,7 +221,11 @@ func (s *Service) drive(ctx context.Context, id RunID) {
 // start gets the session a box and moves the run to running. It is safe to
 // repeat after a restart: EnsureBox is idempotent per session.
 func (s *Service) start(ctx context.Context, r Run, sess Session) error {
-	box, err := s.sandbox.EnsureBox(WithSession(ctx, sess), BoxSpec{Session: sess.ID, Owner: sess.Owner, Sources: sess.Sources, AllowDomains: sess.AllowDomains})
+	allow, err := s.mcpEgress(ctx, sess)
+	if err != nil {
+		return err
+	}
+	box, err := s.sandbox.EnsureBox(WithSession(ctx, sess), BoxSpec{Session: sess.ID, Owner: sess.Owner, Sources: sess.Sources, AllowDomains: allow})
 	if err != nil {
 		return err
 	}
