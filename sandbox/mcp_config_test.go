@@ -45,7 +45,7 @@ func TestOwnersMCPServersReachTheirBoxOnly(t *testing.T) {
 	task := strings.Join([]string{
 		"#!asb-script",
 		"echo-flags",
-		"run cat /workspace/.agent.runs/run_*-1/mcp.json",
+		"run cat /workspace/.agent.runs/run_*-1/asb-mcp-servers.json",
 		`run tr '\0' ' ' < /proc/$PPID/cmdline`,
 		"env ASB_MCP_CONFIG",
 	}, "\n")
@@ -65,7 +65,7 @@ func TestOwnersMCPServersReachTheirBoxOnly(t *testing.T) {
 		}
 	}
 	got := out.String()
-	if !strings.Contains(got, "--mcp-config /workspace/.agent.runs/"+string(d.Run.ID)+"-1/mcp.json -p") {
+	if !strings.Contains(got, "--mcp-config /workspace/.agent.runs/"+string(d.Run.ID)+"-1/asb-mcp-servers.json -p") {
 		t.Errorf("the agent's command line lacks --mcp-config with the turn's file:\n%s", got)
 	}
 	for _, want := range []string{`mcpServers`, `"docs"`, `https://docs.example.com/mcp`, secret, `mcp__docs`, "ASB_MCP_CONFIG is not set"} {
@@ -80,7 +80,7 @@ func TestOwnersMCPServersReachTheirBoxOnly(t *testing.T) {
 	}
 	// The file lived only as long as the agent.
 	v, _ := e.svc.Session(alice, d.Session.ID)
-	if stdout, _, code := fake.Run("exec", v.Session.Box.Name, "--", "sh", "-c", "ls /workspace/.agent.runs/*-1/"); code != 0 || strings.Contains(stdout, "mcp.json") || !strings.Contains(stdout, "events.ndjson") {
+	if stdout, _, code := fake.Run("exec", v.Session.Box.Name, "--", "sh", "-c", "ls /workspace/.agent.runs/*-1/"); code != 0 || strings.Contains(stdout, "asb-mcp-servers.json") || !strings.Contains(stdout, "events.ndjson") {
 		t.Fatalf("turn folder after exit (code %d): %s", code, stdout)
 	}
 }

@@ -250,7 +250,7 @@ func turnDir(ref app.TurnRef) string {
 // environment (KEY=base64 lines, secrets included, so nothing sensitive
 // is in argv), a "--" line, then the prompt. "@PROMPT@" in the agent's
 // argv is replaced by the prompt. ASB_MCP_CONFIG, when set, is written to
-// the turn's mcp.json (mode 0600, removed when the agent exits) and taken
+// the turn's inbox.MCPConfigName (mode 0600, removed when the agent exits) and taken
 // out of the agent's environment; "@MCPCONFIG@" is replaced by its path. Creating the turn folder is the lock
 // that makes a second launch of the same turn do nothing.
 const launchScript = `d=$1; wd=$2; shift 2
@@ -264,7 +264,7 @@ while IFS= read -r line; do
 done
 cat > "$d/prompt"
 if [ -n "${ASB_MCP_CONFIG:-}" ]; then
-  (umask 077; printf '%s' "$ASB_MCP_CONFIG" > "$d/mcp.json") || exit 92
+  (umask 077; printf '%s' "$ASB_MCP_CONFIG" > "$d/` + inbox.MCPConfigName + `") || exit 92
 fi
 unset ASB_MCP_CONFIG
 rm -f ` + inbox.QuestionFile + `
@@ -275,12 +275,12 @@ while [ "$i" -lt "$n" ]; do
   a=$1; shift
   case $a in
     @PROMPT@) set -- "$@" "$(cat "$d/prompt")" ;;
-    @MCPCONFIG@) set -- "$@" "$d/mcp.json" ;;
+    @MCPCONFIG@) set -- "$@" "$d/` + inbox.MCPConfigName + `" ;;
     *) set -- "$@" "$a" ;;
   esac
   i=$((i+1))
 done
-run='"$@" > "$0/events.ndjson" 2> "$0/stderr.log" < /dev/null; c=$?; rm -f "$0/mcp.json"; echo "$c" > "$0/exit.tmp"; mv "$0/exit.tmp" "$0/exit"'
+run='"$@" > "$0/events.ndjson" 2> "$0/stderr.log" < /dev/null; c=$?; rm -f "$0/` + inbox.MCPConfigName + `"; echo "$c" > "$0/exit.tmp"; mv "$0/exit.tmp" "$0/exit"'
 if command -v setsid >/dev/null 2>&1; then
   setsid nohup sh -c "$run" "$d" "$@" > /dev/null 2>&1 &
 else

@@ -17,12 +17,14 @@ import (
 
 // browserTask is the run the browser starts: the scripted agent waits
 // (bounded) for a flag the test drops into the box once the session page
-// is open, so its events can only arrive live; then it asks, and the
+// is open, so its events can only arrive live; it tries to read the MCP
+// servers' headers (the guard hook denies it); then it asks, and the
 // answer lets it finish.
 const browserTask = `Check the build and ask before going on.
 #!asb-script
 run i=0; while [ ! -f release-flag ] && [ $i -lt 600 ]; do sleep 0.1; i=$((i+1)); done; echo released after $i polls
 say the build looks fine
+run cat /workspace/.agent.runs/*/asb-mcp-servers.json
 ask Should I also update the changelog?
 say updating the changelog as told`
 
@@ -109,6 +111,7 @@ func TestBrowserDashboardAgainstTheRealStack(t *testing.T) {
 		return false
 	})
 	wait("the released tool call", `document.getElementById("thread").textContent.includes("released after")`)
+	wait("the guard's denial", `document.getElementById("thread").textContent.includes("asb-mcp-servers.json (a credential file")`)
 	wait("the question", `!!document.getElementById("answer-form") && document.querySelector(".question-text").textContent.includes("also update the changelog")`)
 	wait("the waiting state", `document.getElementById("session-state").textContent.includes("waiting")`)
 	if got := c.Eval(`String(window.__sameDocument)`); got != "yes" {
