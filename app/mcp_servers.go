@@ -234,13 +234,16 @@ func (s *Service) boxMCPServers(ctx context.Context, owner AccountID) ([]BoxMCPS
 			if err != nil {
 				return err
 			}
+			// A server whose headers cannot be opened (the secrets key
+			// changed) is left out: the run goes on without its tools.
 			plain, err := s.sealer.Open(sealed, mcpServerLabel(m.ID))
-			if err != nil {
-				return WrapError(EINTERNAL, err, "cannot open the headers of MCP server %s", m.Name)
-			}
 			var h map[string]string
-			if err := json.Unmarshal(plain, &h); err != nil {
-				return WrapError(EINTERNAL, err, "the headers of MCP server %s are corrupt", m.Name)
+			if err == nil {
+				err = json.Unmarshal(plain, &h)
+			}
+			if err != nil {
+				s.log.Error("cannot open an MCP server's headers; the run goes on without it", "server", m.ID, "name", m.Name, "err", err)
+				continue
 			}
 			out = append(out, BoxMCPServer{Name: m.Name, URL: m.URL, Headers: h})
 		}

@@ -235,3 +235,53 @@ func TestRunsGetTheirOwnersMCPServers(t *testing.T) {
 		t.Fatalf("box egress = %+v", specs)
 	}
 }
+
+// TestAnUnopenableMCPServerIsLeftOut moves a server's sealed headers to
+// another row: they no longer open (the label binds them to their row),
+// and the run is launched without that server instead of failing.
+func TestAnUnopenableMCPServerIsLeftOut(t *testing.T) {
+	store, sb := apptest.NewMemStore(), apptest.NewFakeSandbox()
+	keys, err := seal.New(bytes.Repeat([]byte{6}, seal.KeySize))
+	if err != nil {
+		t.Fatal(err)
+	}
+	svc := app.NewService(app.Deps{Store: store, Sandbox: sb, Forge: &apptest.FakeForge{}, Secrets: keys}, app.Config{PollInterval: time.Millisecond})
+	op := app.WithActor(context.Background(), app.OperatorActor)
+	good, err := svc.AddMCPServer(op, app.MCPServerInput{Name: "good", URL: "https://good.example.com/mcp", Headers: map[string]string{"X-Key": "k1"}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	moved, err := svc.AddMCPServer(op, app.MCPServerInput{Name: "moved", URL: "https://moved.example.com/mcp"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	err = store.Tx(context.Background(), func(tx app.Tx) error {
+		_, sealed, err := tx.GetMCPServer(good.ID)
+		if err != nil {
+			return err
+		}
+		return tx.PutMCPServer(moved, sealed)
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	ctx, cancel := context.WithCancel(op)
+	defer cancel()
+	done := make(chan error, 1)
+	go func() { done <- svc.Run(ctx) }()
+	d, err := svc.Delegate(op, app.DelegateRequest{Task: "go"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	waitFor(t, "the run to end", func() bool {
+		v, err := svc.Session(op, d.Session.ID)
+		return err == nil && v.Runs[0].State.Terminal()
+	})
+	cancel()
+	<-done
+	v, _ := svc.Session(op, d.Session.ID)
+	launches := sb.Launches()
+	if v.Runs[0].State != app.StateDone || len(launches) != 1 || len(launches[0].MCPServers) != 1 || launches[0].MCPServers[0].Name != "good" {
+		t.Fatalf("run %s, launches %+v", v.Runs[0].State, launches)
+	}
+}
