@@ -171,10 +171,34 @@ func TestIntegrationChangesNeedTheCSRFToken(t *testing.T) {
 			}
 		}
 	}
+	// The JSON routes take the cookie too, but never without the token.
+	for _, req := range []struct{ method, path, body string }{
+		{"POST", "/mcp-servers.json", `{"name":"new","url":"https://new.example.com/mcp"}`},
+		{"DELETE", "/mcp-servers.json?id=" + m.ID, ""},
+		{"POST", "/github/accounts.json", `{"token":"` + integToken + `"}`},
+	} {
+		for _, tok := range []string{"", "wrong"} {
+			r, _ := http.NewRequest(req.method, e.srv.URL+req.path, strings.NewReader(req.body))
+			r.Header.Set("Content-Type", "application/json")
+			if tok != "" {
+				r.Header.Set("X-CSRF-Token", tok)
+			}
+			if res := b.send(r); res.status != http.StatusForbidden {
+				t.Errorf("%s %s with the cookie and CSRF %q = %d, want 403", req.method, req.path, tok, res.status)
+			}
+		}
+	}
 	accts, _ := e.svc.GitHubAccounts(e.ctx)
 	servers, _ := e.svc.MCPServers(e.ctx)
 	if len(accts) != 0 || len(servers) != 1 || servers[0].ID != m.ID {
 		t.Fatalf("refused changes changed something: %d accounts, servers %+v", len(accts), servers)
+	}
+	// With the token the same cookie request goes through.
+	r, _ := http.NewRequest("POST", e.srv.URL+"/mcp-servers.json", strings.NewReader(`{"name":"new","url":"https://new.example.com/mcp"}`))
+	r.Header.Set("Content-Type", "application/json")
+	r.Header.Set("X-CSRF-Token", b.csrf)
+	if res := b.send(r); res.status != http.StatusOK {
+		t.Errorf("POST /mcp-servers.json with the cookie and its CSRF token = %d %s", res.status, res.body)
 	}
 	// Without a session the page goes to the gate and changes answer 401.
 	anon := newBrowser(t, e)
