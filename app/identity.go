@@ -48,7 +48,13 @@ type GitHubProber interface {
 	// CanPush reports whether the token may push to repo ("owner/name").
 	// A repository the token cannot see is false, not an error.
 	CanPush(ctx context.Context, token, repo string) (bool, error)
+	// Repos lists repositories ("owner/name") the token may push to, at
+	// most MaxGitHubRepos.
+	Repos(ctx context.Context, token string) ([]string, error)
 }
+
+// MaxGitHubRepos bounds the repositories listed for one token.
+const MaxGitHubRepos = 300
 
 // MaxGitHubAccounts bounds the accounts one owner may store.
 const MaxGitHubAccounts = 20

@@ -85,6 +85,17 @@ type Tx interface {
 	ListGitHubAccounts(owner AccountID) ([]GitHubAccount, error)
 	// DeleteGitHubAccount removes an account; ENOTFOUND when missing.
 	DeleteGitHubAccount(id string) error
+
+	// PutMCPServer inserts or replaces (by ID) an MCP server with its
+	// sealed headers; ECONFLICT when the owner already has another server
+	// of the same name (compared case-insensitively).
+	PutMCPServer(m MCPServer, sealedHeaders []byte) error
+	// GetMCPServer returns a server and its sealed headers; ENOTFOUND when missing.
+	GetMCPServer(id string) (MCPServer, []byte, error)
+	// ListMCPServers lists an owner's servers ("" for every owner) by name.
+	ListMCPServers(owner AccountID) ([]MCPServer, error)
+	// DeleteMCPServer removes a server; ENOTFOUND when missing.
+	DeleteMCPServer(id string) error
 }
 
 // SessionFilter selects sessions. Zero fields match everything.
@@ -199,6 +210,9 @@ type Turn struct {
 	Workdir string
 	// Secrets are injected into this turn's environment only; never stored.
 	Secrets map[string]string
+	// MCPServers are the session owner's MCP servers, headers opened; like
+	// Secrets they are for this launch only and never logged.
+	MCPServers []BoxMCPServer
 }
 
 // Progress is what one poll of a turn found.

@@ -221,7 +221,11 @@ func (s *Service) drive(ctx context.Context, id RunID) {
 // start gets the session a box and moves the run to running. It is safe to
 // repeat after a restart: EnsureBox is idempotent per session.
 func (s *Service) start(ctx context.Context, r Run, sess Session) error {
-	box, err := s.sandbox.EnsureBox(WithSession(ctx, sess), BoxSpec{Session: sess.ID, Owner: sess.Owner, Sources: sess.Sources, AllowDomains: sess.AllowDomains})
+	allow, err := s.mcpEgress(ctx, sess)
+	if err != nil {
+		return err
+	}
+	box, err := s.sandbox.EnsureBox(WithSession(ctx, sess), BoxSpec{Session: sess.ID, Owner: sess.Owner, Sources: sess.Sources, AllowDomains: allow})
 	if err != nil {
 		return err
 	}
@@ -291,7 +295,11 @@ func (s *Service) follow(ctx context.Context, r Run, sess Session) error {
 	if r.Kind == RunTask && r.Turn <= 1 {
 		resume = "" // the session's first turn starts the conversation
 	}
-	if err := s.sandbox.Launch(ctx, sess.Box, Turn{TurnRef: ref, Prompt: prompt, ResumeAgentSession: resume, Workdir: workdir(sess), Secrets: secrets}); err != nil {
+	mcps, err := s.boxMCPServers(ctx, sess.Owner)
+	if err != nil {
+		return err
+	}
+	if err := s.sandbox.Launch(ctx, sess.Box, Turn{TurnRef: ref, Prompt: prompt, ResumeAgentSession: resume, Workdir: workdir(sess), Secrets: secrets, MCPServers: mcps}); err != nil {
 		return err
 	}
 	// The launch consumed the secrets; forget them at once.

@@ -18,6 +18,8 @@ import (
 type UserClients struct {
 	apiURL    string // "" for api.github.com
 	transport http.RoundTripper
+	// repoPage and repoLimit override Repos' page size and bound (tests).
+	repoPage, repoLimit int
 }
 
 var _ app.GitHubProber = (*UserClients)(nil)

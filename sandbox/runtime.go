@@ -249,7 +249,9 @@ func turnDir(ref app.TurnRef) string {
 // launchScript starts the agent detached. Its stdin carries the turn's
 // environment (KEY=base64 lines, secrets included, so nothing sensitive
 // is in argv), a "--" line, then the prompt. "@PROMPT@" in the agent's
-// argv is replaced by the prompt. Creating the turn folder is the lock
+// argv is replaced by the prompt. ASB_MCP_CONFIG, when set, is written to
+// the turn's inbox.MCPConfigName (mode 0600, removed when the agent exits) and taken
+// out of the agent's environment; "@MCPCONFIG@" is replaced by its path. Creating the turn folder is the lock
 // that makes a second launch of the same turn do nothing.
 const launchScript = `d=$1; wd=$2; shift 2
 mkdir -p "$(dirname "$d")"
@@ -261,16 +263,24 @@ while IFS= read -r line; do
   export "$k=$v"
 done
 cat > "$d/prompt"
+if [ -n "${ASB_MCP_CONFIG:-}" ]; then
+  (umask 077; printf '%s' "$ASB_MCP_CONFIG" > "$d/` + inbox.MCPConfigName + `") || exit 92
+fi
+unset ASB_MCP_CONFIG
 rm -f ` + inbox.QuestionFile + `
 cp "$d/prompt" ` + inbox.TaskFile + `
 cd "$wd" || exit 91
 n=$#; i=0
 while [ "$i" -lt "$n" ]; do
   a=$1; shift
-  if [ "$a" = "@PROMPT@" ]; then set -- "$@" "$(cat "$d/prompt")"; else set -- "$@" "$a"; fi
+  case $a in
+    @PROMPT@) set -- "$@" "$(cat "$d/prompt")" ;;
+    @MCPCONFIG@) set -- "$@" "$d/` + inbox.MCPConfigName + `" ;;
+    *) set -- "$@" "$a" ;;
+  esac
   i=$((i+1))
 done
-run='"$@" > "$0/events.ndjson" 2> "$0/stderr.log" < /dev/null; c=$?; echo "$c" > "$0/exit.tmp"; mv "$0/exit.tmp" "$0/exit"'
+run='"$@" > "$0/events.ndjson" 2> "$0/stderr.log" < /dev/null; c=$?; rm -f "$0/` + inbox.MCPConfigName + `"; echo "$c" > "$0/exit.tmp"; mv "$0/exit.tmp" "$0/exit"'
 if command -v setsid >/dev/null 2>&1; then
   setsid nohup sh -c "$run" "$d" "$@" > /dev/null 2>&1 &
 else
@@ -334,13 +344,27 @@ func (s *Sandbox) Launch(ctx context.Context, box app.BoxRef, t app.Turn) error 
 	}
 	// Hooks reach the agent through its settings file, as with Claude Code.
 	env := map[string]string{"HOME": inbox.Home}
+	tools := s.cfg.AllowedTools
+	for _, m := range t.MCPServers {
+		tools += ",mcp__" + m.Name // the owner added the server for their agents to use
+	}
+	argv := s.agentArgv(t.ResumeAgentSession, s.cfg.Policy, tools, s.cfg.Model)
+	if len(t.MCPServers) > 0 {
+		cfg, err := mcpConfig(t.MCPServers)
+		if err != nil {
+			return err
+		}
+		// After the agent command and before -p, so that the variadic flag
+		// ends at the next option.
+		argv = slices.Insert(argv, 1, "--mcp-config", "@MCPCONFIG@")
+		env[mcpConfigEnv] = cfg
+	}
 	stdin := turnInput(env, s.cfg.AgentEnv, s.cfg.AgentSecrets, t.Secrets)(t.Prompt)
 	wd := t.Workdir
 	if wd == "" {
 		wd = inbox.Workspace
 	}
-	args := append([]string{"sh", "-c", launchScript, "asb-launch", turnDir(t.TurnRef), wd},
-		s.agentArgv(t.ResumeAgentSession, s.cfg.Policy, s.cfg.AllowedTools, s.cfg.Model)...)
+	args := append([]string{"sh", "-c", launchScript, "asb-launch", turnDir(t.TurnRef), wd}, argv...)
 	res, err := m.Exec(ctx, box.Name, ExecSpec{Stdin: stdin}, args...)
 	return execFailed(res, err, "launch the agent")
 }

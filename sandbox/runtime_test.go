@@ -52,7 +52,7 @@ func newE2E(t *testing.T, dbPath string, fake *msbtest.Host) *e2e {
 		AgentSecrets: map[string]string{"ANTHROPIC_API_KEY": "sk-model-key-never-in-argv"},
 		BundleDir:    filepath.Join(filepath.Dir(dbPath), "bundles"),
 	}, nil)
-	svc := app.NewService(app.Deps{Store: store, Sandbox: sb, Logger: slog.New(slog.DiscardHandler)}, app.Config{PollInterval: 20 * time.Millisecond})
+	svc := app.NewService(app.Deps{Store: store, Sandbox: sb, Secrets: e2eKeys(t), Logger: slog.New(slog.DiscardHandler)}, app.Config{PollInterval: 20 * time.Millisecond})
 	ctx, cancel := context.WithCancel(app.WithActor(bg, app.OperatorActor))
 	done := make(chan error, 1)
 	go func() { done <- svc.Run(ctx) }()

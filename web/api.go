@@ -88,6 +88,7 @@ func (a *api) mount(r chi.Router) {
 			r.Post("/pin.json", a.pin)
 			r.Post("/workspaces", a.stageWorkspace)
 			a.mountGitHubAccounts(r)
+			a.mountMCPServers(r)
 		})
 	})
 }

@@ -57,6 +57,10 @@ type envConfig struct {
 	bus       *app.Bus
 	noRun     bool // leave the scheduler off, so runs stay queued
 	waitLimit time.Duration
+	// secrets and github, when set, let the Service store GitHub tokens
+	// and MCP servers.
+	secrets app.Secrets
+	github  app.GitHubProber
 }
 
 func newAPI(t *testing.T, c envConfig) *apiEnv {
@@ -66,7 +70,8 @@ func newAPI(t *testing.T, c envConfig) *apiEnv {
 		c.sandbox(e.sandbox)
 	}
 	log := slog.New(slog.NewTextHandler(e.logs, &slog.HandlerOptions{Level: slog.LevelDebug}))
-	e.svc = app.NewService(app.Deps{Store: e.store, Sandbox: e.sandbox, Forge: &apptest.FakeForge{}, Bus: c.bus, Logger: log},
+	e.svc = app.NewService(app.Deps{Store: e.store, Sandbox: e.sandbox, Forge: &apptest.FakeForge{}, Bus: c.bus, Logger: log,
+		Secrets: c.secrets, GitHub: c.github},
 		app.Config{PollInterval: time.Millisecond})
 	ctx, cancel := context.WithCancel(app.WithActor(context.Background(), app.OperatorActor))
 	e.ctx = ctx

@@ -1,203 +1,46 @@
 package web_test
 
 import (
-	"context"
-	"fmt"
 	"net/http"
 	"net/http/httptest"
-	"os"
-	"path/filepath"
 	"strings"
 	"sync"
 	"testing"
 	"time"
 
-	"github.com/chromedp/cdproto/cdp"
-	"github.com/chromedp/cdproto/page"
 	"github.com/chromedp/chromedp"
 
 	"github.com/asb-dev/asb/app"
 	"github.com/asb-dev/asb/app/apptest"
+	"github.com/asb-dev/asb/web/browsertest"
 )
 
-const chromiumPath = "/usr/bin/chromium"
-
-// chrome is one headless Chromium tab whose console is recorded from the
-// start, with CSP violations turned into console errors.
+// chrome is one headless Chromium tab (see web/browsertest), with the
+// short names these tests use.
 type chrome struct {
-	t   *testing.T
-	ctx context.Context
-
-	mu       sync.Mutex
-	messages []chromedp.ConsoleMessage
-	// artifacts is where screenshots go.
-	artifacts string
+	*browsertest.Chrome
+	t *testing.T
 }
 
-// cspReporter runs in every document before its own scripts. DevTools
-// injects it, so the page's CSP does not apply to it; a violation then
-// shows up in the console like any error.
-const cspReporter = `document.addEventListener("securitypolicyviolation", function (e) {
-  console.error("CSP violation: " + e.violatedDirective + " blocked " + (e.blockedURI || "inline code"));
-});`
+func newChrome(t *testing.T) *chrome { return &chrome{browsertest.New(t, "dashboard"), t} }
 
-func newChrome(t *testing.T) *chrome {
-	t.Helper()
-	if _, err := os.Stat(chromiumPath); err != nil {
-		t.Skipf("browser tests need Debian's chromium at %s (apt-get install chromium; .ci/run installs it): %v", chromiumPath, err)
-	}
-	opts := append(chromedp.DefaultExecAllocatorOptions[:],
-		chromedp.ExecPath(chromiumPath),
-		chromedp.Headless, chromedp.NoSandbox, chromedp.DisableGPU, chromedp.NoFirstRun,
-		chromedp.Flag("disable-quic", true),
-		chromedp.Flag("disable-background-networking", true),
-		chromedp.Flag("disable-component-update", true),
-		chromedp.Flag("disable-sync", true),
-		chromedp.UserDataDir(t.TempDir()),
-		chromedp.WindowSize(1280, 900),
-	)
-	allocCtx, cancelAlloc := chromedp.NewExecAllocator(context.Background(), opts...)
-	ctx, cancelCtx := chromedp.NewContext(allocCtx)
-	t.Cleanup(func() {
-		cancelCtx()
-		cancelAlloc()
-	})
-	// The first action starts the browser; its context must not time out
-	// (that would end the browser), so the start is bounded from outside.
-	started := make(chan error, 1)
-	go func() { started <- chromedp.Do(ctx) }()
-	select {
-	case err := <-started:
-		if err != nil {
-			t.Fatalf("start chromium: %v", err)
-		}
-	case <-time.After(60 * time.Second):
-		t.Fatal("chromium did not start within 60s")
-	}
-	c := &chrome{t: t, ctx: ctx}
-	c.artifacts = os.Getenv("ASB_TEST_ARTIFACTS")
-	if c.artifacts == "" {
-		c.artifacts = filepath.Join(os.TempDir(), "asb-test-artifacts")
-	}
-	c.artifacts = filepath.Join(c.artifacts, "dashboard")
-	if err := os.MkdirAll(c.artifacts, 0o755); err != nil {
-		t.Fatal(err)
-	}
-	messages := chromedp.Console(ctx)
-	go func() {
-		for m, err := range messages {
-			if err != nil {
-				return
-			}
-			c.mu.Lock()
-			c.messages = append(c.messages, m)
-			c.mu.Unlock()
-		}
-	}()
-	c.do(chromedp.Func(func(ctx context.Context, tg *chromedp.Target) error {
-		_, err := cdp.Call(ctx, tg, page.AddScriptToEvaluateOnNewDocument, page.AddScriptToEvaluateOnNewDocumentParams{Source: cspReporter})
-		return err
-	}))
-	return c
-}
-
-// bounded returns a context for one step: a hung page fails the test
-// instead of hanging it.
-func (c *chrome) bounded() (context.Context, context.CancelFunc) {
-	return context.WithTimeout(c.ctx, 30*time.Second)
-}
-
-func (c *chrome) do(steps ...chromedp.Action[chromedp.Void]) {
-	c.t.Helper()
-	ctx, cancel := c.bounded()
-	defer cancel()
-	if err := chromedp.Do(ctx, steps...); err != nil {
-		c.t.Fatalf("browser: %v\nconsole:\n%s", err, c.console())
-	}
-}
-
-// navigate runs steps that load a page (a link, a form) and waits for it.
+func (c *chrome) do(steps ...chromedp.Action[chromedp.Void]) { c.t.Helper(); c.Do(steps...) }
 func (c *chrome) navigate(steps ...chromedp.Action[chromedp.Void]) int64 {
 	c.t.Helper()
-	ctx, cancel := c.bounded()
-	defer cancel()
-	resp, err := chromedp.RunResponse(ctx, steps...)
-	if err != nil {
-		c.t.Fatalf("browser navigation: %v\nconsole:\n%s", err, c.console())
-	}
-	return resp.Status
+	return c.Navigate(steps...)
 }
-
-func (c *chrome) eval(expr string) string {
-	c.t.Helper()
-	ctx, cancel := c.bounded()
-	defer cancel()
-	v, err := chromedp.Run(ctx, chromedp.Evaluate[string](expr))
-	if err != nil {
-		c.t.Fatalf("evaluate %s: %v", expr, err)
-	}
-	return v
-}
-
-// waitFor polls a JavaScript condition in the current page.
+func (c *chrome) eval(expr string) string { c.t.Helper(); return c.Eval(expr) }
 func (c *chrome) waitFor(what, expr string) {
 	c.t.Helper()
-	ctx, cancel := c.bounded()
-	defer cancel()
-	if _, err := chromedp.Run(ctx, chromedp.Poll[chromedp.Void](expr, chromedp.WithPollingInterval(25*time.Millisecond),
-		chromedp.WithPollingTimeout(25*time.Second))); err != nil {
-		c.t.Fatalf("waiting for %s (%s): %v\npage text:\n%s\nconsole:\n%s", what, expr, err, c.pageText(), c.console())
-	}
+	c.WaitFor(what, expr, 25*time.Second)
 }
-
-func (c *chrome) pageText() string {
-	ctx, cancel := c.bounded()
-	defer cancel()
-	s, _ := chromedp.Run(ctx, chromedp.Evaluate[string](`document.body ? document.body.innerText : ""`))
-	return s
-}
-
-func (c *chrome) screenshot(name string) {
-	c.t.Helper()
-	ctx, cancel := c.bounded()
-	defer cancel()
-	buf, err := chromedp.Run(ctx, chromedp.FullScreenshot(100))
-	if err != nil {
-		c.t.Fatalf("screenshot %s: %v", name, err)
-	}
-	path := filepath.Join(c.artifacts, name)
-	if err := os.WriteFile(path, buf, 0o644); err != nil {
-		c.t.Fatal(err)
-	}
-	c.t.Logf("screenshot: %s", path)
-}
-
-func (c *chrome) console() string {
-	c.mu.Lock()
-	defer c.mu.Unlock()
-	var b strings.Builder
-	for _, m := range c.messages {
-		fmt.Fprintf(&b, "  %s [%s] %s:%d\n", m, m.Source, m.URL, m.Line+1)
-	}
-	return b.String()
-}
-
-// problems returns console errors, exceptions and CSP reports.
-func (c *chrome) problems() []string {
-	c.mu.Lock()
-	defer c.mu.Unlock()
-	var out []string
-	for _, m := range c.messages {
-		if m.IsException() || m.Type == chromedp.ConsoleError || strings.Contains(m.Text, "Content Security Policy") ||
-			strings.Contains(m.Text, "CSP violation") {
-			out = append(out, m.String())
-		}
-	}
-	return out
-}
+func (c *chrome) pageText() string       { return c.PageText() }
+func (c *chrome) screenshot(name string) { c.t.Helper(); c.Screenshot(name) }
+func (c *chrome) console() string        { return c.Console() }
+func (c *chrome) problems() []string     { return c.Problems() }
 
 // js quotes s as a JavaScript string literal.
-func js(s string) string { return fmt.Sprintf("%q", s) }
+func js(s string) string { return browsertest.JS(s) }
 
 // dashboardScript is the scripted agent of the browser test: the task
 // waits for the test's go-ahead (so its events arrive after the page is

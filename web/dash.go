@@ -41,7 +41,7 @@ type dash struct {
 }
 
 // pageNames are the templates under templates/, each rendered inside layout.html.
-var pageNames = []string{"landing", "fleet", "session", "files", "teardown", "new", "account", "error"}
+var pageNames = []string{"landing", "fleet", "session", "files", "teardown", "new", "account", "integrations", "error"}
 
 func parsePages() map[string]*template.Template {
 	out := map[string]*template.Template{}
@@ -269,6 +269,7 @@ func (d *dash) mount(r chi.Router) {
 		r.Get("/dashboard", d.fleetPage)
 		r.Get("/new", d.newRunPage)
 		r.Get("/account", d.accountPage)
+		r.Get("/integrations", d.integrationsPage)
 		r.Get("/s/{id}", d.sessionPage)
 		r.Get("/s/{id}/files", d.filesPage)
 		r.Get("/s/{id}/view", d.viewFilePage)
@@ -289,6 +290,9 @@ func (d *dash) mount(r chi.Router) {
 			r.Post("/s/{id}/ask", d.askPost)
 			r.Post("/s/{id}/pin", d.pinPost)
 			r.Post("/s/{id}/teardown", d.teardownPost)
+			r.Post("/integrations/github", d.addGitHubPost)
+			r.Post("/integrations/mcp", d.addMCPPost)
+			r.Post("/integrations/remove", d.removePost)
 		})
 	})
 }

@@ -57,6 +57,16 @@ func pageData(name string) map[string]any {
 	case "account":
 		return map[string]any{"empty": accountData{}, "typical": accountData{Actor: "operator", PublicURL: "https://x", IDEs: ideConfigs("https://x")},
 			"hostile": accountData{Actor: hostile, PublicURL: hostile, MCPURL: hostile, IDEs: ideConfigs(hostile)}, "long": accountData{IDEs: ideConfigs(long)}}
+	case "integrations":
+		integ := func(s string) integrationsData {
+			return integrationsData{
+				Accounts: []app.GitHubAccount{{ID: s, Login: s, Name: s, Orgs: []string{s, s}, Scopes: []string{s}, TokenType: s, AddedAt: time.Now()}},
+				Servers:  []app.MCPServer{{ID: s, Name: s, URL: "https://mcp.example.com/" + s, HeaderNames: []string{s, s}, AddedAt: time.Now()}},
+				Notice:   s, GitHubErr: s, Confirm: &removal{Kind: s, ID: s, Label: s},
+				MCP: mcpForm{Name: s, URL: s, NameErr: s, URLErr: s, HeadersErr: s, Err: s},
+			}
+		}
+		return map[string]any{"empty": integrationsData{}, "typical": integ("gha_abcdefgh"), "hostile": integ(hostile), "long": integ(long)}
 	case "error":
 		return map[string]any{"empty": errorData{}, "typical": errorData{Status: 404, Message: "no such session"}, "hostile": errorData{Status: 400, Message: hostile}, "long": errorData{Message: long}}
 	}

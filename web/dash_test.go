@@ -129,7 +129,7 @@ func TestPagesRedirectToTheGateWithoutASession(t *testing.T) {
 	e := newAPI(t, envConfig{noRun: true})
 	d := e.delegate(t, map[string]any{"task": "look around"})
 	b := newBrowser(t, e)
-	for _, path := range []string{"/dashboard", "/new", "/account", "/s/" + string(d.Session.ID),
+	for _, path := range []string{"/dashboard", "/new", "/account", "/integrations", "/s/" + string(d.Session.ID),
 		"/s/" + string(d.Session.ID) + "/files", "/s/" + string(d.Session.ID) + "/teardown"} {
 		res := b.get(path)
 		want := "/?next=" + url.QueryEscape(path)
@@ -348,7 +348,7 @@ func TestSecurityHeadersOnEveryPage(t *testing.T) {
 	d := e.delegate(t, map[string]any{"task": "headers"})
 	id := string(d.Session.ID)
 	b := signedIn(t, e)
-	for _, path := range []string{"/", "/dashboard", "/dashboard?state=waiting&repo=x", "/new", "/account", "/s/" + id,
+	for _, path := range []string{"/", "/dashboard", "/dashboard?state=waiting&repo=x", "/new", "/account", "/integrations", "/s/" + id,
 		"/s/" + id + "/teardown", "/s/ses_nonexistent0000", "/static/app.js", "/static/app.css"} {
 		res := b.get(path)
 		if res.status >= 500 {

@@ -29,6 +29,7 @@ type memState struct {
 	audit     []app.AuditEntry
 	boxes     map[app.BoxRef]app.Box
 	accounts  map[string]memAccount
+	mcps      map[string]memMCP
 	nextEvent int64
 	nextQ     int64
 	nextAudit int64
@@ -44,6 +45,7 @@ func (s memState) clone() memState {
 	c.audit = slices.Clone(s.audit)
 	c.boxes = maps.Clone(s.boxes)
 	c.accounts = maps.Clone(s.accounts)
+	c.mcps = maps.Clone(s.mcps)
 	return c
 }
 
@@ -55,6 +57,7 @@ func NewMemStore() *MemStore {
 		secrets:  map[string][]byte{},
 		boxes:    map[app.BoxRef]app.Box{},
 		accounts: map[string]memAccount{},
+		mcps:     map[string]memMCP{},
 	}}
 }
 

@@ -68,3 +68,13 @@ func (p *FakeProber) CanPush(ctx context.Context, token, repo string) (bool, err
 	}
 	return slices.Contains(f.repos, strings.ToLower(repo)), nil
 }
+
+func (p *FakeProber) Repos(ctx context.Context, token string) ([]string, error) {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	f, ok := p.tokens[token]
+	if !ok {
+		return nil, app.Errorf(app.EUNAUTHORIZED, "GitHub refused the token")
+	}
+	return slices.Clone(f.repos), nil
+}

@@ -175,6 +175,7 @@ func runServe(ctx context.Context, env *environment, args []string) int {
 		Webhook:            webhook,
 		MCP:                mcpHandler,
 		PublicURL:          cfg.PublicURL,
+		RepoSuggestions:    newRepoSuggestions(svc, ghs.app, log.With("component", "github")).List,
 		Setup:              setup.Start(),
 		SetupCallback:      setup.Callback(),
 		Boxes: func(ctx context.Context) (boxes []app.Box, err error) {

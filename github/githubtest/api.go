@@ -319,6 +319,7 @@ func init() {
 
 	add("GET /user", authRepo, (*call).getAuthenticatedUser)
 	add("GET /user/orgs", authRepo, (*call).listMyOrgs)
+	add("GET /user/repos", authRepo, (*call).listMyRepos)
 	add("GET /users/{login}", authRepo, (*call).getUser)
 	add("GET /users/{login}/orgs", authRepo, (*call).listUserOrgs)
 	add("GET /users/{login}/events", authRepo, (*call).listUserEvents)

@@ -145,3 +145,26 @@ func (c *call) getBranch() {
 		"protection_url": api + "/branches/" + name + "/protection",
 	})
 }
+
+// listMyRepos is GET /user/repos: the repositories the token's user owns,
+// collaborates on or sees through an organization, each with the user's
+// permissions, oldest first, 30 a page by default.
+func (c *call) listMyRepos() {
+	if !c.needUser() {
+		return
+	}
+	u := c.cred.user
+	all := []obj{}
+	for _, r := range c.s.st.repoOrder {
+		member := false
+		for _, o := range u.orgs {
+			member = member || o == r.owner
+		}
+		_, explicit := r.perms[strings.ToLower(u.login)]
+		if (r.owner == u || explicit || member) && atLeast(c.s.permission(r, u), "read") {
+			all = append(all, c.s.repoJSON(r, c.cred, false))
+		}
+	}
+	lo, hi := c.paginate(len(all), 30)
+	c.json(http.StatusOK, all[lo:hi])
+}

@@ -121,6 +121,8 @@ var guardHostile = []guardCase{
 	{"npm config get token", bash("npm config get //registry.npmjs.org/:_authToken"), whySecret},
 	{"Read a key", tool("Read", "file_path", "/root/.ssh/id_rsa"), whySecret},
 	{"Read proc environ", tool("Read", "file_path", "/proc/self/environ"), whySecret},
+	{"Read the turn's MCP servers", tool("Read", "file_path", "/workspace/.agent.runs/run_a-1/asb-mcp-servers.json"), whySecret},
+	{"cat the turn's MCP servers", bash("cat /workspace/.agent.runs/*/asb-mcp-servers.json"), whySecret},
 	{"Read claude credentials", tool("Read", "file_path", "/root/.claude/.credentials.json"), whySecret},
 	{"Grep over home", tool("Grep", "pattern", "ghp_", "path", "/root"), whySecret},
 	{"Glob in ssh dir", tool("Glob", "pattern", "*", "path", "/root/.ssh"), whySecret},

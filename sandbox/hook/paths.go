@@ -86,7 +86,7 @@ func isSecretPath(p string) bool {
 	}
 	base := path.Base(p)
 	switch base {
-	case ".git-credentials", ".netrc", ".credentials.json":
+	case ".git-credentials", ".netrc", ".credentials.json", inbox.MCPConfigName:
 		return true
 	}
 	for _, k := range []string{"id_rsa", "id_dsa", "id_ecdsa", "id_ed25519"} {
@@ -245,6 +245,7 @@ var rawSecretNeedles = []string{
 	"/root/.docker/config.json", "/root/.config/gh", "/root/.aws", "/root/.gnupg", "/root/.kube",
 	"/root/.cargo/credentials", "/root/.gem/credentials", "/root/.config/git/credentials", "/root/.azure",
 	"/root/.config/gcloud", "/etc/shadow", "/etc/gshadow", "/proc/kcore", "/dev/mem", "/dev/kmem",
+	inbox.MCPConfigName,
 }
 
 func nameByte(c byte) bool { return isNameChar(c) }

@@ -29,7 +29,12 @@ const (
 	//	stderr.log     the agent's stderr
 	//	pid            the agent wrapper's pid, written when it starts
 	//	exit           the agent's exit code, written (atomically) when it ends
+	//	MCPConfigName  the owner's MCP servers, headers included, while the agent runs
 	RunsDir = "/workspace/.agent.runs"
+
+	// MCPConfigName is the file in a turn's folder that Claude Code's
+	// --mcp-config reads. It holds credentials: the guard treats it as secret.
+	MCPConfigName = "asb-mcp-servers.json"
 
 	// AskDir is the read-only co-pilot's working directory.
 	AskDir = "/ask"
