@@ -85,6 +85,8 @@ type Tx interface {
 	ListGitHubAccounts(owner AccountID) ([]GitHubAccount, error)
 	// DeleteGitHubAccount removes an account; ENOTFOUND when missing.
 	DeleteGitHubAccount(id string) error
+
+	AccountStore
 }
 
 // SessionFilter selects sessions. Zero fields match everything.

@@ -29,6 +29,9 @@ type memState struct {
 	audit     []app.AuditEntry
 	boxes     map[app.BoxRef]app.Box
 	accounts  map[string]memAccount
+	users     map[app.AccountID]app.Account
+	keys      map[string]memKey
+	devices   map[string]memDevice
 	nextEvent int64
 	nextQ     int64
 	nextAudit int64
@@ -44,6 +47,9 @@ func (s memState) clone() memState {
 	c.audit = slices.Clone(s.audit)
 	c.boxes = maps.Clone(s.boxes)
 	c.accounts = maps.Clone(s.accounts)
+	c.users = maps.Clone(s.users)
+	c.keys = maps.Clone(s.keys)
+	c.devices = maps.Clone(s.devices)
 	return c
 }
 
@@ -55,6 +61,10 @@ func NewMemStore() *MemStore {
 		secrets:  map[string][]byte{},
 		boxes:    map[app.BoxRef]app.Box{},
 		accounts: map[string]memAccount{},
+		users: map[app.AccountID]app.Account{app.OperatorAccount: {
+			ID: app.OperatorAccount, Username: "operator", Admin: true}},
+		keys:    map[string]memKey{},
+		devices: map[string]memDevice{},
 	}}
 }
 

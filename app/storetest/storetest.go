@@ -31,6 +31,8 @@ func Run(t *testing.T, open func(t *testing.T) app.Store) {
 		{"Audit", testAudit},
 		{"Boxes", testBoxes},
 		{"GitHubAccounts", testGitHubAccounts},
+		{"Users", testUsers},
+		{"APIKeysAndDevices", testKeysAndDevices},
 	}
 	for _, tc := range tests {
 		t.Run(tc.name, func(t *testing.T) { tc.fn(t, open(t)) })
