@@ -92,6 +92,11 @@ type Options struct {
 	// binds the request to the operator's browser itself.
 	SetupCallback http.Handler
 
+	// MultiUser (AUTH_MODE=saas) keeps browser sessions in the database as
+	// revocable devices and offers password sign-in, sign-up (when the
+	// Service's policy opens it), devices and user administration.
+	MultiUser bool
+
 	// beforeEvent, set by tests, runs before each event is written to a stream.
 	beforeEvent func(app.Event)
 }
@@ -129,7 +134,11 @@ func New(o Options) http.Handler {
 		o.apiDefaults()
 		// The JSON routes take the dashboard's cookie too; the sign-in form
 		// checks tokens with the bearer Authenticator alone.
-		bearer, sessions := o.Authenticator, newBrowserSessions()
+		bearer := o.Authenticator
+		var sessions sessionStore = newBrowserSessions()
+		if o.MultiUser {
+			sessions = deviceSessions{svc: o.Service}
+		}
 		o.Authenticator = cookieAuthenticator{next: bearer, sessions: sessions}
 		a := &api{svc: o.Service, log: o.Logger, o: o}
 		a.mount(r)
