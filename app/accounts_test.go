@@ -376,3 +376,28 @@ func TestInspectionHidesOthersSessions(t *testing.T) {
 		t.Errorf("accounts as a user: %v", err)
 	}
 }
+
+func TestAThreadHeldByAnotherUserIsNeitherJoinedNorReplaced(t *testing.T) {
+	h := newAcctHarness(t, app.AccountPolicy{})
+	ann, _ := h.svc.CreateAccount(h.op, app.NewAccount{Username: "ann", GitHubLogin: "ann-gh"})
+	bob, _ := h.svc.CreateAccount(h.op, app.NewAccount{Username: "bob", GitHubLogin: "bob-gh"})
+	origin := app.Origin{Kind: app.OriginGitHubComment, Repo: "acme/api", Number: 7}
+	d, err := h.svc.Delegate(h.as(app.Actor{Account: ann.ID, Name: "ann"}), app.DelegateRequest{Task: "ann's", Origin: origin})
+	if err != nil {
+		t.Fatal(err)
+	}
+	bobCtx := h.as(app.Actor{Account: bob.ID, Name: "bob"})
+	for _, fresh := range []bool{false, true} {
+		if _, err := h.svc.Delegate(bobCtx, app.DelegateRequest{Task: "bob's", Origin: origin, NewSession: fresh}); app.ErrorCode(err) != app.ECONFLICT {
+			t.Fatalf("bob on ann's thread (new=%v): %v", fresh, err)
+		}
+	}
+	v, _ := h.svc.Session(h.op, d.Session.ID)
+	if v.Session.State != app.SessionActive || len(v.Runs) != 1 {
+		t.Fatalf("ann's session changed: %s, %d runs", v.Session.State, len(v.Runs))
+	}
+	// The operator (and admins) may continue it.
+	if d2, err := h.svc.Delegate(h.op, app.DelegateRequest{Task: "op", Origin: origin}); err != nil || !d2.Continued {
+		t.Fatalf("operator on the thread: %+v %v", d2, err)
+	}
+}

@@ -321,6 +321,10 @@ func (s *Service) Delegate(ctx context.Context, req DelegateRequest) (Delegation
 			if err != nil {
 				return err
 			}
+			if ok && !a.sees(cur.Owner) {
+				// Someone else's session holds this thread: neither join nor replace it.
+				return Errorf(ECONFLICT, "another person's session is active on this thread; it must be torn down (by them or an admin) before you start one here")
+			}
 			if ok && !req.NewSession {
 				if err := s.gate(tx, a, false, now); err != nil {
 					return err
