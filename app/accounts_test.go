@@ -401,3 +401,44 @@ func TestAThreadHeldByAnotherUserIsNeitherJoinedNorReplaced(t *testing.T) {
 		t.Fatalf("operator on the thread: %+v %v", d2, err)
 	}
 }
+
+func TestSignInWithGitHubLinksCreatesOrRefuses(t *testing.T) {
+	prober := apptest.NewFakeProber()
+	prober.Add("gho_ann", app.GitHubIdentity{Login: "Ann-GH"})
+	prober.Add("gho_octo", app.GitHubIdentity{Login: "octo"})
+	prober.Add("gho_zed", app.GitHubIdentity{Login: "zed"})
+	mk := func(p app.AccountPolicy) *acctHarness {
+		h := &acctHarness{clock: apptest.NewFakeClock(time.Date(2026, 11, 29, 9, 0, 0, 0, time.UTC)), store: apptest.NewMemStore()}
+		h.svc = app.NewService(app.Deps{Store: h.store, Sandbox: apptest.NewFakeSandbox(), Clock: h.clock,
+			Passwords: &apptest.FakeHasher{}, GitHub: prober}, app.Config{Accounts: p})
+		h.op = app.WithActor(context.Background(), app.OperatorActor)
+		return h
+	}
+	ctx := context.Background()
+	// Invite-only: an admin-created user with that login is linked; an admin login gets an account; others are refused.
+	h := mk(app.AccountPolicy{AdminGitHubLogins: []string{"octo"}})
+	ann, _ := h.svc.CreateAccount(h.op, app.NewAccount{Username: "ann", GitHubLogin: "ann-gh"})
+	if a, err := h.svc.SignInWithGitHub(ctx, "gho_ann", "10.0.0.1"); err != nil || a.Account != ann.ID {
+		t.Fatalf("linked sign-in = %+v %v", a, err)
+	}
+	if a, err := h.svc.SignInWithGitHub(ctx, "gho_octo", ""); err != nil || !a.Admin || a.Name != "octo" {
+		t.Fatalf("admin login = %+v %v", a, err)
+	}
+	if _, err := h.svc.SignInWithGitHub(ctx, "gho_zed", ""); app.ErrorCode(err) != app.EFORBIDDEN {
+		t.Fatalf("unknown login while invite-only: %v", err)
+	}
+	if _, err := h.svc.SignInWithGitHub(ctx, "gho_bad", ""); app.ErrorCode(err) != app.EUNAUTHORIZED {
+		t.Fatalf("a token GitHub refuses: %v", err)
+	}
+	// Open sign-up: a new login gets an account; a taken username gets a suffix.
+	h = mk(app.AccountPolicy{SignupOpen: true})
+	_, _, _ = h.svc.SignUp(ctx, app.NewAccount{Username: "zed", Password: "long enough pw"})
+	a, err := h.svc.SignInWithGitHub(ctx, "gho_zed", "")
+	if err != nil || a.Name == "zed" || !strings.HasPrefix(a.Name, "zed-") {
+		t.Fatalf("open sign-up with a taken name = %+v %v", a, err)
+	}
+	again, err := h.svc.SignInWithGitHub(ctx, "gho_zed", "")
+	if err != nil || again.Account != a.Account {
+		t.Fatalf("second GitHub sign-in = %+v %v (want the same account)", again, err)
+	}
+}

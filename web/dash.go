@@ -267,6 +267,8 @@ func (d *dash) mount(r chi.Router) {
 	r.With(doorLimit).Post("/signin", d.signIn)
 	r.Get("/signup", d.signupPage)
 	r.With(doorLimit).Post("/signup", d.signupPost)
+	r.With(doorLimit).Get("/auth/github", d.githubStart)
+	r.With(doorLimit).Get("/auth/github/callback", d.githubCallback)
 	r.Group(func(r chi.Router) {
 		r.Use(d.requirePage)
 		r.Get("/dashboard", d.fleetPage)

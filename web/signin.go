@@ -232,7 +232,7 @@ func (d *dash) landing(w http.ResponseWriter, r *http.Request) {
 	if signedIn {
 		p.CSRF, p.SignedIn = bs.csrf, true
 	}
-	p.Data = gateData{Next: safeNext(r.URL.Query().Get("next")), Gate: d.gateToken(w, r), MultiUser: d.o.MultiUser, SignupOpen: d.signupOpen()}
+	p.Data = gateData{Next: safeNext(r.URL.Query().Get("next")), Gate: d.gateToken(w, r), MultiUser: d.o.MultiUser, SignupOpen: d.signupOpen(), GitHub: d.oauthOn()}
 	d.render(w, r, http.StatusOK, "landing", p)
 }
 
@@ -242,7 +242,7 @@ type gateData struct {
 	Error string
 	// MultiUser shows the username and password form; SignupOpen links
 	// to /signup.
-	MultiUser, SignupOpen bool
+	MultiUser, SignupOpen, GitHub bool
 }
 
 // safeNext keeps a post-sign-in destination on this site: a local path,
@@ -316,7 +316,7 @@ func (d *dash) startSession(w http.ResponseWriter, r *http.Request, actor app.Ac
 
 func (d *dash) renderGateError(w http.ResponseWriter, r *http.Request, code int, msg string) {
 	p := d.newPage(r, "Sign in", "landing")
-	p.Data = gateData{Next: safeNext(r.PostFormValue("next")), Gate: d.gateToken(w, r), Error: msg, MultiUser: d.o.MultiUser, SignupOpen: d.signupOpen()}
+	p.Data = gateData{Next: safeNext(r.PostFormValue("next")), Gate: d.gateToken(w, r), Error: msg, MultiUser: d.o.MultiUser, SignupOpen: d.signupOpen(), GitHub: d.oauthOn()}
 	d.render(w, r, code, "landing", p)
 }
 

@@ -96,6 +96,9 @@ type Options struct {
 	// revocable devices and offers password sign-in, sign-up (when the
 	// Service's policy opens it), devices and user administration.
 	MultiUser bool
+	// GitHubOAuth, in multi-user mode, adds "Continue with GitHub"
+	// (/auth/github, callback /auth/github/callback).
+	GitHubOAuth GitHubOAuth
 
 	// beforeEvent, set by tests, runs before each event is written to a stream.
 	beforeEvent func(app.Event)

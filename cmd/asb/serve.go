@@ -172,6 +172,7 @@ func runServe(ctx context.Context, env *environment, args []string) int {
 		OperatorToken:      token,
 		Authenticator:      bearer,
 		MultiUser:          cfg.Auth.Mode == config.ModeSaaS,
+		GitHubOAuth:        githubOAuth(cfg),
 		WaitTimeout:        cfg.Agent.WaitTimeout,
 		MutationsPerMinute: cfg.Auth.MutationsPerMinute,
 		StopStreams:        stopStreams,

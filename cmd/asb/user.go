@@ -9,6 +9,8 @@ import (
 
 	"github.com/asb-dev/asb/app"
 	"github.com/asb-dev/asb/cmd/asb/internal/config"
+	gh "github.com/asb-dev/asb/github"
+	"github.com/asb-dev/asb/web"
 )
 
 // accountPolicy is the multi-user policy of AUTH_MODE=saas; one operator
@@ -24,6 +26,14 @@ func accountPolicy(cfg *config.Config) app.AccountPolicy {
 		BillingURL:        cfg.Auth.BillingURL,
 		AdminGitHubLogins: cfg.Auth.AdminGitHubLogins,
 	}
+}
+
+// githubOAuth is "Continue with GitHub" when multi-user mode has an OAuth App.
+func githubOAuth(cfg *config.Config) web.GitHubOAuth {
+	if cfg.Auth.Mode != config.ModeSaaS || cfg.GitHub.OAuthClientID == "" {
+		return nil
+	}
+	return gh.OAuth{ClientID: cfg.GitHub.OAuthClientID, ClientSecret: cfg.GitHub.OAuthClientSecret.Reveal(), WebURL: cfg.GitHub.WebURL}
 }
 
 const userUsage = `usage:
