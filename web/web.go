@@ -42,8 +42,9 @@ type Options struct {
 	Metrics *Metrics
 
 	// Authenticator identifies callers of the JSON routes and the live
-	// stream. When nil, OperatorToken is accepted as app.OperatorActor;
-	// with neither, every call is refused (401).
+	// stream. When nil, OperatorToken (if set) is accepted as
+	// app.OperatorActor, and personal API keys as their accounts
+	// (NewBearerAuthenticator); anything else is refused (401).
 	Authenticator Authenticator
 	OperatorToken string
 	// WaitTimeout bounds "wait": true on the routes that queue a run
