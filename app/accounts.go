@@ -307,7 +307,13 @@ func (s *Service) SignIn(ctx context.Context, username, password, client string)
 	}
 	if !ok || verr != nil || acct.PasswordHash == "" || acct.Disabled {
 		s.throttle.fail(user, client, now)
-		s.audit(ctx, AuditEntry{At: now, Actor: clip(user, MaxUsername), Action: "signin.fail", Detail: clip(client, 64)})
+		// Only a real username is recorded: a password typed into the
+		// username field must not land in the audit log.
+		who := "unknown user"
+		if acct.ID != "" {
+			who = acct.Username
+		}
+		s.audit(ctx, AuditEntry{At: now, Actor: who, Action: "signin.fail", Detail: clip(client, 64)})
 		return Actor{}, Errorf(EUNAUTHORIZED, "wrong username or password")
 	}
 	s.throttle.succeed(user)

@@ -96,6 +96,14 @@ func TestSignInThrottledPerAccountAndAddress(t *testing.T) {
 	if _, err := h.svc.SignIn(ctx, "nobody", "x", "10.0.0.9"); app.ErrorCode(err) != app.EUNAUTHORIZED {
 		t.Fatalf("unknown user: %v (same answer as a wrong password)", err)
 	}
+	// A password typed into the username field is not recorded.
+	_, _ = h.svc.SignIn(ctx, "MySecretPw1", "x", "10.0.0.8")
+	audit, _ := h.svc.Audit(h.op, 100)
+	for _, e := range audit {
+		if strings.Contains(strings.ToLower(e.Actor+e.Target+e.Detail), "mysecretpw1") {
+			t.Fatalf("audit entry records an unknown username: %+v", e)
+		}
+	}
 	h.clock.Advance(16 * time.Minute)
 	if _, err := h.svc.SignIn(ctx, "ann", "right password", "10.0.0.1"); err != nil {
 		t.Fatalf("after the window: %v", err)
