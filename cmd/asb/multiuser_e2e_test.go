@@ -388,3 +388,38 @@ func mcpStatusOrRefused(t *testing.T, base, bearer, session string) (bool, strin
 	defer cs.Close()
 	return mcpStatus(t, base, bearer, session)
 }
+
+// TestSingleOperatorDataStaysTheOperatorsInSaaS restarts a controller
+// that ran for one operator in AUTH_MODE=saas: the existing session is
+// the operator's, a new user does not see it, and the operator still does.
+func TestSingleOperatorDataStaysTheOperatorsInSaaS(t *testing.T) {
+	dataDir := t.TempDir()
+	env, _, _ := testEnv(t, dataDir, "MCP_HTTP_TOKEN="+e2eToken)
+	addr, stop := startServe(t, env)
+	c := newBrowser(t, "http://"+addr, &syncBuffer{})
+	code, body := c.api("POST", "/delegate.json", e2eToken, `{"task":"before saas"}`)
+	sess := sessionRe.FindString(body)
+	if code >= 300 || sess == "" {
+		t.Fatalf("delegate: %d %s", code, body)
+	}
+	if code := stop(); code != 0 {
+		t.Fatalf("serve exited %d", code)
+	}
+
+	// With admins configured, the first account is not promoted.
+	env, _, _ = testEnv(t, dataDir, "MCP_HTTP_TOKEN="+e2eToken, "AUTH_MODE=saas", "SIGNUP=open", "ADMIN_GITHUB_LOGINS=octo")
+	addr, stop = startServe(t, env)
+	defer stop()
+	ann := newBrowser(t, "http://"+addr, &syncBuffer{})
+	ann.signup("ann", "ann's long password")
+	ann.mintKey("ide")
+	if code, body := ann.api("GET", "/fleet.json", ann.key, ""); code != 200 || strings.Contains(body, sess) {
+		t.Fatalf("a new user's fleet: %d %s", code, body)
+	}
+	if code, _ := ann.api("GET", "/watch.json?session="+sess, ann.key, ""); code != http.StatusNotFound {
+		t.Fatalf("a new user reading the operator's session: %d", code)
+	}
+	if code, body := ann.api("GET", "/watch.json?session="+sess, e2eToken, ""); code != 200 || !strings.Contains(body, `"owner": "operator"`) {
+		t.Fatalf("the operator's session after the switch: %d %s", code, body)
+	}
+}
