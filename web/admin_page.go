@@ -25,7 +25,12 @@ type adminData struct {
 	Username string
 	Notice   string
 	Problem  string
+	// Audit is the latest audit log entries.
+	Audit []app.AuditEntry
 }
+
+// adminAuditRows is how much of the audit log the users page shows.
+const adminAuditRows = 50
 
 // adminPage lists users with their plans (operator and admins only; the
 // Service refuses everyone else).
@@ -53,6 +58,10 @@ func (d *dash) renderAdmin(w http.ResponseWriter, r *http.Request, code int, ad 
 			continue
 		}
 		ad.Users = append(ad.Users, adminUser{Account: a, PlanText: a.Trial(now), Lapsed: a.Lapsed(now)})
+	}
+	if ad.Audit, err = d.svc.Audit(r.Context(), adminAuditRows); err != nil {
+		d.fail(w, r, err)
+		return
 	}
 	p := d.newPage(r, "Users", "admin")
 	p.Data = ad

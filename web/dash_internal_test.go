@@ -69,7 +69,8 @@ func pageData(name string) map[string]any {
 				{Account: app.Account{ID: "acc_b", Username: "b", Plan: app.PlanPro, Disabled: true, Admin: true}}}
 		}
 		return map[string]any{"empty": adminData{}, "typical": adminData{Users: users("acc_a"), Token: "asb_i_x", Username: "ann", Notice: "ok"},
-			"hostile": adminData{Users: users(hostile), Token: hostile, Username: hostile, Notice: hostile, Problem: hostile}, "long": adminData{Problem: long}}
+			"hostile": adminData{Users: users(hostile), Token: hostile, Username: hostile, Notice: hostile, Problem: hostile,
+				Audit: []app.AuditEntry{{Actor: hostile, Action: hostile, Target: hostile, Detail: hostile}}}, "long": adminData{Problem: long}}
 	case "error":
 		return map[string]any{"empty": errorData{}, "typical": errorData{Status: 404, Message: "no such session"}, "hostile": errorData{Status: 400, Message: hostile}, "long": errorData{Message: long}}
 	}

@@ -259,8 +259,9 @@ func TestMultiUserAcrossSurfaces(t *testing.T) {
 	if code, _ := boss.req("GET", "/s/"+sess, "", nil); code != 200 {
 		t.Errorf("admin's browser on alice's session: %d", code)
 	}
-	if code, body := boss.req("GET", "/admin/users", "", nil); code != 200 || !strings.Contains(body, "alice") || !strings.Contains(body, "bob") {
-		t.Errorf("admin page: %d", code)
+	if code, body := boss.req("GET", "/admin/users", "", nil); code != 200 || !strings.Contains(body, "alice") || !strings.Contains(body, "bob") ||
+		!strings.Contains(body, "apikey.create") || !strings.Contains(body, "user.signup") || !strings.Contains(body, "signin.invite") {
+		t.Errorf("admin page (users and audit log): %d\n%s", code, body)
 	}
 
 	// Quota: 20 parallel delegations from Bob with USER_MAX_BOXES=2 start exactly 2.
