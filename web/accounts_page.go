@@ -159,6 +159,14 @@ func (d *dash) renderAccount(w http.ResponseWriter, r *http.Request, code int, e
 	base := d.publicURL(r)
 	p := d.newPage(r, "Account", "account")
 	ad := accountData{Actor: p.Actor, PublicURL: base, MCPURL: base + "/mcp", IDEs: ideConfigs(base)}
+	if ex.NewKey != "" {
+		// The page that shows a new key once also fills it into the configurations.
+		for i := range ad.IDEs {
+			for j, sn := range ad.IDEs[i].Snippets {
+				ad.IDEs[i].Snippets[j] = strings.ReplaceAll(sn, "TOKEN", ex.NewKey)
+			}
+		}
+	}
 	d.accountSections(r, &ad, ex)
 	p.Data = ad
 	d.render(w, r, code, "account", p)

@@ -27,6 +27,9 @@ func TestOperatorAPIKeysFromTheAccountPage(t *testing.T) {
 	if res.status != 200 || key == "" || !strings.Contains(res.body, "shown only this once") {
 		t.Fatalf("create a key = %d\n%s", res.status, res.body)
 	}
+	if !strings.Contains(res.body, "Bearer "+key) {
+		t.Error("the page showing the new key does not fill it into the IDE configurations")
+	}
 	page := b.get("/account")
 	if strings.Contains(page.body, key) {
 		t.Fatal("the account page shows the key again")
