@@ -250,12 +250,18 @@ type Box struct {
 	CreatedAt time.Time `json:"created_at,omitzero"`
 }
 
-// Account is someone who owns sessions.
+// Account is someone who owns sessions (see accounts.go).
 type Account struct {
 	ID          AccountID `json:"id"`
 	Username    string    `json:"username"`
+	Email       string    `json:"email,omitempty"`
 	GitHubLogin string    `json:"github_login,omitempty"`
 	Admin       bool      `json:"admin"`
+	// Plan is "" (free, or on trial while TrialEndsAt is ahead) or PlanPro.
 	Plan        string    `json:"plan,omitempty"`
+	TrialEndsAt time.Time `json:"trial_ends_at,omitzero"`
+	Disabled    bool      `json:"disabled,omitempty"`
 	CreatedAt   time.Time `json:"created_at"`
+	// PasswordHash is the PasswordHasher's encoding; never serialised.
+	PasswordHash string `json:"-"`
 }

@@ -96,6 +96,7 @@ type Tx interface {
 	ListMCPServers(owner AccountID) ([]MCPServer, error)
 	// DeleteMCPServer removes a server; ENOTFOUND when missing.
 	DeleteMCPServer(id string) error
+	AccountStore
 }
 
 // SessionFilter selects sessions. Zero fields match everything.

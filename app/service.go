@@ -24,6 +24,8 @@ type Config struct {
 	MaxActiveRuns int
 	// AskTimeout bounds one co-pilot answer.
 	AskTimeout time.Duration
+	// Accounts is the multi-user policy (sign-up, trials, quotas).
+	Accounts AccountPolicy
 }
 
 func (c Config) withDefaults() Config {
@@ -61,6 +63,8 @@ type Deps struct {
 	// tokens (see identity.go).
 	Secrets Secrets
 	GitHub  GitHubProber
+	// Passwords, when set, enables accounts with passwords (accounts.go).
+	Passwords PasswordHasher
 }
 
 // Service is the one set of handlers every surface calls. All methods are
@@ -78,6 +82,10 @@ type Service struct {
 	workspaces Workspaces
 	sealer     Secrets
 	github     GitHubProber
+	passwords  PasswordHasher
+	throttle   *signInThrottle
+	dummyOnce  sync.Once
+	dummy      string
 
 	wake chan struct{}
 
@@ -114,6 +122,8 @@ func NewService(d Deps, cfg Config) *Service {
 		workspaces: d.Workspaces,
 		sealer:     d.Secrets,
 		github:     d.GitHub,
+		passwords:  d.Passwords,
+		throttle:   newSignInThrottle(),
 		wake:       make(chan struct{}, 1),
 		workers:    make(map[RunID]context.CancelFunc),
 		secrets:    make(map[TurnRef]map[string]string),
@@ -311,7 +321,14 @@ func (s *Service) Delegate(ctx context.Context, req DelegateRequest) (Delegation
 			if err != nil {
 				return err
 			}
+			if ok && !a.sees(cur.Owner) {
+				// Someone else's session holds this thread: neither join nor replace it.
+				return Errorf(ECONFLICT, "another person's session is active on this thread; it must be torn down (by them or an admin) before you start one here")
+			}
 			if ok && !req.NewSession {
+				if err := s.gate(tx, a, false, now); err != nil {
+					return err
+				}
 				d, err := s.enqueue(tx, emit, cur, RunFollowUp, req.Task, req.Origin, now)
 				d.Continued = true
 				out = d
@@ -323,6 +340,9 @@ func (s *Service) Delegate(ctx context.Context, req DelegateRequest) (Delegation
 				}
 				closed = append(closed, cur)
 			}
+		}
+		if err := s.gate(tx, a, true, now); err != nil {
+			return err
 		}
 		sess := Session{
 			ID:           NewSessionID(),
@@ -411,6 +431,9 @@ func (s *Service) FollowUp(ctx context.Context, id SessionID, message string, or
 		if err != nil {
 			return err
 		}
+		if err := s.gate(tx, a, false, s.clock.Now()); err != nil {
+			return err
+		}
 		out, err = s.enqueue(tx, emit, sess, RunFollowUp, message, origin, s.clock.Now())
 		out.Continued = true
 		return err
@@ -446,6 +469,9 @@ func (s *Service) AnswerFrom(ctx context.Context, id SessionID, answer string, s
 	err = s.commit(ctx, func(tx Tx, emit func(Event)) error {
 		sess, err := s.visibleSession(tx, a, id)
 		if err != nil {
+			return err
+		}
+		if err := s.gate(tx, a, false, now); err != nil {
 			return err
 		}
 		r, ok, err := activeRun(tx, sess.ID)

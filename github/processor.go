@@ -389,7 +389,8 @@ func (p *Processor) handle(ctx context.Context, d Delivery) error {
 	if p.opts.Tracker != nil {
 		p.opts.Tracker.RememberInstallation(t.Repo, t.InstallationID)
 	}
-	ctx = app.WithActor(ctx, actorFor(t.Sender))
+	// The commenter's account when one claims the login (multi-user mode), else the operator.
+	ctx = app.WithActor(ctx, p.svc.ActorForGitHubLogin(ctx, t.Sender))
 
 	if !p.allow[strings.ToLower(t.Sender)] {
 		perm, err := p.apiFor(t).Permission(ctx, t.InstallationID, t.Repo, t.Sender)
@@ -438,14 +439,6 @@ func (p *Processor) handle(ctx context.Context, d Delivery) error {
 		return p.delegate(ctx, t, d, c.Text, false)
 	}
 	return nil
-}
-
-func actorFor(login string) app.Actor {
-	a := app.OperatorActor
-	if login != "" {
-		a.Name = login
-	}
-	return a
 }
 
 func refusalText(trigger string) string {

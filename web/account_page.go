@@ -3,6 +3,8 @@ package web
 import (
 	"net/http"
 	"strings"
+
+	"github.com/asb-dev/asb/app"
 )
 
 // ideConfig is one client's ready-to-paste MCP configuration
@@ -18,6 +20,14 @@ type accountData struct {
 	PublicURL string
 	MCPURL    string
 	IDEs      []ideConfig
+
+	// Filled by accountSections (accounts_page.go).
+	MultiUser, Admin, Operator, Welcome bool
+	Keys                                []app.APIKey
+	NewKey, Notice, Problem             string
+	Devices                             []deviceView
+	HasPassword, Lapsed                 bool
+	Plan, BillingURL                    string
 }
 
 func ideConfigs(base string) []ideConfig {
@@ -43,8 +53,5 @@ func ideConfigs(base string) []ideConfig {
 }
 
 func (d *dash) accountPage(w http.ResponseWriter, r *http.Request) {
-	base := d.publicURL(r)
-	p := d.newPage(r, "Account", "account")
-	p.Data = accountData{Actor: p.Actor, PublicURL: base, MCPURL: base + "/mcp", IDEs: ideConfigs(base)}
-	d.render(w, r, http.StatusOK, "account", p)
+	d.renderAccount(w, r, http.StatusOK, accountExtra{})
 }

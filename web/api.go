@@ -35,11 +35,8 @@ type api struct {
 
 func (o *Options) apiDefaults() {
 	if o.Authenticator == nil {
-		if o.OperatorToken != "" {
-			o.Authenticator = OperatorTokenAuthenticator(o.OperatorToken)
-		} else {
-			o.Authenticator = denyAll
-		}
+		// The operator token (none when empty) and personal API keys.
+		o.Authenticator = NewBearerAuthenticator(o.Service, o.OperatorToken)
 	}
 	if o.WaitTimeout <= 0 {
 		o.WaitTimeout = DefaultWaitTimeout

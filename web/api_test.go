@@ -61,6 +61,8 @@ type envConfig struct {
 	// and MCP servers.
 	secrets app.Secrets
 	github  app.GitHubProber
+	// service adjusts the Service's ports and configuration.
+	service func(*app.Deps, *app.Config)
 }
 
 func newAPI(t *testing.T, c envConfig) *apiEnv {
@@ -70,9 +72,13 @@ func newAPI(t *testing.T, c envConfig) *apiEnv {
 		c.sandbox(e.sandbox)
 	}
 	log := slog.New(slog.NewTextHandler(e.logs, &slog.HandlerOptions{Level: slog.LevelDebug}))
-	e.svc = app.NewService(app.Deps{Store: e.store, Sandbox: e.sandbox, Forge: &apptest.FakeForge{}, Bus: c.bus, Logger: log,
-		Secrets: c.secrets, GitHub: c.github},
-		app.Config{PollInterval: time.Millisecond})
+	deps := app.Deps{Store: e.store, Sandbox: e.sandbox, Forge: &apptest.FakeForge{}, Bus: c.bus, Logger: log,
+		Secrets: c.secrets, GitHub: c.github}
+	cfg := app.Config{PollInterval: time.Millisecond}
+	if c.service != nil {
+		c.service(&deps, &cfg)
+	}
+	e.svc = app.NewService(deps, cfg)
 	ctx, cancel := context.WithCancel(app.WithActor(context.Background(), app.OperatorActor))
 	e.ctx = ctx
 	done := make(chan error, 1)

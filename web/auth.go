@@ -125,8 +125,3 @@ func authenticate(auth Authenticator, log *slog.Logger) func(http.Handler) http.
 		})
 	}
 }
-
-// denyAll is the Authenticator when none is configured: fail closed.
-var denyAll = AuthenticatorFunc(func(*http.Request) (app.Actor, error) {
-	return app.Actor{}, app.Errorf(app.EUNAUTHORIZED, "no credentials are configured on this server")
-})

@@ -34,14 +34,14 @@ type dash struct {
 	svc      *app.Service
 	api      *api
 	log      *slog.Logger
-	sessions *browserSessions
+	sessions sessionStore
 	// bearer judges the token pasted into the sign-in form.
 	bearer Authenticator
 	pages  map[string]*template.Template
 }
 
 // pageNames are the templates under templates/, each rendered inside layout.html.
-var pageNames = []string{"landing", "fleet", "session", "files", "teardown", "new", "account", "integrations", "error"}
+var pageNames = []string{"landing", "fleet", "session", "files", "teardown", "new", "account", "integrations", "error", "signup", "admin"}
 
 func parsePages() map[string]*template.Template {
 	out := map[string]*template.Template{}
@@ -259,17 +259,23 @@ func (d *dash) mount(r chi.Router) {
 	}
 	// Tokens are long and random; the limit keeps a guesser from trying
 	// many anyway, and keeps sign-in cheap to serve.
-	r.With(httprate.LimitBy(signInsPerMinute, time.Minute, func(r *http.Request) (string, error) {
+	doorLimit := httprate.LimitBy(signInsPerMinute, time.Minute, func(r *http.Request) (string, error) {
 		return "signin:" + clientIP(r), nil
 	}, httprate.WithLimitHandler(func(w http.ResponseWriter, r *http.Request) {
 		d.renderGateError(w, r, http.StatusTooManyRequests, "Too many sign-in attempts from this address; wait a minute.")
-	}))).Post("/signin", d.signIn)
+	}))
+	r.With(doorLimit).Post("/signin", d.signIn)
+	r.Get("/signup", d.signupPage)
+	r.With(doorLimit).Post("/signup", d.signupPost)
+	r.With(doorLimit).Get("/auth/github", d.githubStart)
+	r.With(doorLimit).Get("/auth/github/callback", d.githubCallback)
 	r.Group(func(r chi.Router) {
 		r.Use(d.requirePage)
 		r.Get("/dashboard", d.fleetPage)
 		r.Get("/new", d.newRunPage)
 		r.Get("/account", d.accountPage)
 		r.Get("/integrations", d.integrationsPage)
+		r.Get("/admin/users", d.adminPage)
 		r.Get("/s/{id}", d.sessionPage)
 		r.Get("/s/{id}/files", d.filesPage)
 		r.Get("/s/{id}/view", d.viewFilePage)
@@ -293,6 +299,7 @@ func (d *dash) mount(r chi.Router) {
 			r.Post("/integrations/github", d.addGitHubPost)
 			r.Post("/integrations/mcp", d.addMCPPost)
 			r.Post("/integrations/remove", d.removePost)
+			d.mountAccountChanges(r)
 		})
 	})
 }

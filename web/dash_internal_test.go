@@ -56,7 +56,10 @@ func pageData(name string) map[string]any {
 			"long":    newRunData{Task: long, Attached: long}}
 	case "account":
 		return map[string]any{"empty": accountData{}, "typical": accountData{Actor: "operator", PublicURL: "https://x", IDEs: ideConfigs("https://x")},
-			"hostile": accountData{Actor: hostile, PublicURL: hostile, MCPURL: hostile, IDEs: ideConfigs(hostile)}, "long": accountData{IDEs: ideConfigs(long)}}
+			"hostile": accountData{Actor: hostile, PublicURL: hostile, MCPURL: hostile, IDEs: ideConfigs(hostile), MultiUser: true, Admin: true,
+				Lapsed: true, Keys: []app.APIKey{{ID: hostile, Name: hostile, Prefix: hostile}, {ID: "key_r", RevokedAt: time.Now()}}, NewKey: hostile, Notice: hostile, Problem: hostile,
+				Devices: []deviceView{{Device: app.Device{ID: hostile, UserAgent: hostile, ClientIP: hostile}, Current: true}}, Plan: hostile, BillingURL: "javascript:alert(6)"},
+			"long": accountData{IDEs: ideConfigs(long), MultiUser: true, HasPassword: true, Problem: long}}
 	case "integrations":
 		integ := func(s string) integrationsData {
 			return integrationsData{
@@ -67,6 +70,17 @@ func pageData(name string) map[string]any {
 			}
 		}
 		return map[string]any{"empty": integrationsData{}, "typical": integ("gha_abcdefgh"), "hostile": integ(hostile), "long": integ(long)}
+	case "signup":
+		return map[string]any{"empty": signupData{}, "typical": signupData{Gate: "tok", Username: "ann"},
+			"hostile": signupData{Gate: hostile, Username: hostile, Email: hostile, Error: hostile}, "long": signupData{Error: long}}
+	case "admin":
+		users := func(s string) []adminUser {
+			return []adminUser{{Account: app.Account{ID: app.AccountID(s), Username: s, Email: s, GitHubLogin: s, Plan: s}, PlanText: s},
+				{Account: app.Account{ID: "acc_b", Username: "b", Plan: app.PlanPro, Disabled: true, Admin: true}}}
+		}
+		return map[string]any{"empty": adminData{}, "typical": adminData{Users: users("acc_a"), Token: "asb_i_x", Username: "ann", Notice: "ok"},
+			"hostile": adminData{Users: users(hostile), Token: hostile, Username: hostile, Notice: hostile, Problem: hostile,
+				Audit: []app.AuditEntry{{Actor: hostile, Action: hostile, Target: hostile, Detail: hostile}}}, "long": adminData{Problem: long}}
 	case "error":
 		return map[string]any{"empty": errorData{}, "typical": errorData{Status: 404, Message: "no such session"}, "hostile": errorData{Status: 400, Message: hostile}, "long": errorData{Message: long}}
 	}

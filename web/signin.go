@@ -1,6 +1,7 @@
 package web
 
 import (
+	"context"
 	"crypto/rand"
 	"crypto/sha256"
 	"encoding/base64"
@@ -39,6 +40,20 @@ type browserSession struct {
 	csrf    string
 	created time.Time
 	seen    time.Time
+	// device is the stored device's id (multi-user mode), else empty.
+	device string
+}
+
+// sessionStore keeps signed-in browsers: in memory for one operator
+// (browserSessions), in the database as revocable devices in multi-user
+// mode (deviceSessions).
+type sessionStore interface {
+	// start signs actor in and returns the cookie value.
+	start(ctx context.Context, actor app.Actor, r *http.Request) (string, error)
+	// fromRequest returns the live session named by the request's cookie.
+	fromRequest(r *http.Request) (browserSession, bool)
+	// end signs a cookie out.
+	end(ctx context.Context, cookie string)
 }
 
 // browserSessions keeps signed-in browsers in memory: single-operator
@@ -119,6 +134,13 @@ func (s *browserSessions) lookup(id string) (browserSession, bool) {
 	return *bs, true
 }
 
+func (s *browserSessions) start(_ context.Context, actor app.Actor, _ *http.Request) (string, error) {
+	id, _ := s.create(actor)
+	return id, nil
+}
+
+func (s *browserSessions) end(_ context.Context, id string) { s.delete(id) }
+
 func (s *browserSessions) delete(id string) {
 	s.mu.Lock()
 	delete(s.m, cookieDigest(id))
@@ -155,7 +177,7 @@ func safeMethod(m string) bool {
 // something must carry the session's CSRF token in X-CSRF-Token.
 type cookieAuthenticator struct {
 	next     Authenticator
-	sessions *browserSessions
+	sessions sessionStore
 }
 
 func (c cookieAuthenticator) Authenticate(r *http.Request) (app.Actor, error) {
@@ -210,7 +232,7 @@ func (d *dash) landing(w http.ResponseWriter, r *http.Request) {
 	if signedIn {
 		p.CSRF, p.SignedIn = bs.csrf, true
 	}
-	p.Data = gateData{Next: safeNext(r.URL.Query().Get("next")), Gate: d.gateToken(w, r)}
+	p.Data = gateData{Next: safeNext(r.URL.Query().Get("next")), Gate: d.gateToken(w, r), MultiUser: d.o.MultiUser, SignupOpen: d.signupOpen(), GitHub: d.oauthOn()}
 	d.render(w, r, http.StatusOK, "landing", p)
 }
 
@@ -218,6 +240,9 @@ type gateData struct {
 	Next  string
 	Gate  string
 	Error string
+	// MultiUser shows the username and password form; SignupOpen links
+	// to /signup.
+	MultiUser, SignupOpen, GitHub bool
 }
 
 // safeNext keeps a post-sign-in destination on this site: a local path,
@@ -244,7 +269,15 @@ func (d *dash) signIn(w http.ResponseWriter, r *http.Request) {
 		d.renderGateError(w, r, http.StatusForbidden, "The sign-in form expired or came from another site; try again.")
 		return
 	}
+	if r.PostFormValue("password") != "" {
+		d.passwordSignIn(w, r)
+		return
+	}
 	token := strings.TrimSpace(r.PostFormValue("token"))
+	if app.IsInvite(token) {
+		d.inviteSignIn(w, r, token)
+		return
+	}
 	if token == "" {
 		d.renderGateError(w, r, http.StatusBadRequest, "Enter the operator token.")
 		return
@@ -261,26 +294,36 @@ func (d *dash) signIn(w http.ResponseWriter, r *http.Request) {
 		return
 	}
 	// A new id at every sign-in: a cookie planted before cannot become a session.
+	d.startSession(w, r, actor, safeNext(r.PostFormValue("next")))
+}
+
+// startSession signs the browser in as actor and sends it to next.
+func (d *dash) startSession(w http.ResponseWriter, r *http.Request, actor app.Actor, next string) {
 	if old, err := r.Cookie(sessionCookie); err == nil {
-		d.sessions.delete(old.Value)
+		d.sessions.end(r.Context(), old.Value)
 	}
-	id, _ := d.sessions.create(actor)
+	id, err := d.sessions.start(r.Context(), actor, r)
+	if err != nil {
+		d.log.Error("start a browser session", "err", err)
+		d.renderGateError(w, r, http.StatusInternalServerError, "Signing in failed; try again.")
+		return
+	}
 	d.setCookie(w, r, sessionCookie, id, int(maxTTL.Seconds()))
 	d.setCookie(w, r, gateCookie, "", -1)
 	d.log.Info("dashboard sign-in", "actor", actor.Name, "client", clientIP(r))
-	http.Redirect(w, r, safeNext(r.PostFormValue("next")), http.StatusSeeOther)
+	http.Redirect(w, r, next, http.StatusSeeOther)
 }
 
 func (d *dash) renderGateError(w http.ResponseWriter, r *http.Request, code int, msg string) {
 	p := d.newPage(r, "Sign in", "landing")
-	p.Data = gateData{Next: safeNext(r.PostFormValue("next")), Gate: d.gateToken(w, r), Error: msg}
+	p.Data = gateData{Next: safeNext(r.PostFormValue("next")), Gate: d.gateToken(w, r), Error: msg, MultiUser: d.o.MultiUser, SignupOpen: d.signupOpen(), GitHub: d.oauthOn()}
 	d.render(w, r, code, "landing", p)
 }
 
 // signOut ends the browser's session (CSRF-checked by requirePage).
 func (d *dash) signOut(w http.ResponseWriter, r *http.Request) {
 	if c, err := r.Cookie(sessionCookie); err == nil {
-		d.sessions.delete(c.Value)
+		d.sessions.end(r.Context(), c.Value)
 	}
 	d.setCookie(w, r, sessionCookie, "", -1)
 	http.Redirect(w, r, "/", http.StatusSeeOther)

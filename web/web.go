@@ -42,8 +42,9 @@ type Options struct {
 	Metrics *Metrics
 
 	// Authenticator identifies callers of the JSON routes and the live
-	// stream. When nil, OperatorToken is accepted as app.OperatorActor;
-	// with neither, every call is refused (401).
+	// stream. When nil, OperatorToken (if set) is accepted as
+	// app.OperatorActor, and personal API keys as their accounts
+	// (NewBearerAuthenticator); anything else is refused (401).
 	Authenticator Authenticator
 	OperatorToken string
 	// WaitTimeout bounds "wait": true on the routes that queue a run
@@ -92,6 +93,14 @@ type Options struct {
 	// binds the request to the operator's browser itself.
 	SetupCallback http.Handler
 
+	// MultiUser (AUTH_MODE=saas) keeps browser sessions in the database as
+	// revocable devices and offers password sign-in, sign-up (when the
+	// Service's policy opens it), devices and user administration.
+	MultiUser bool
+	// GitHubOAuth, in multi-user mode, adds "Continue with GitHub"
+	// (/auth/github, callback /auth/github/callback).
+	GitHubOAuth GitHubOAuth
+
 	// beforeEvent, set by tests, runs before each event is written to a stream.
 	beforeEvent func(app.Event)
 }
@@ -129,7 +138,11 @@ func New(o Options) http.Handler {
 		o.apiDefaults()
 		// The JSON routes take the dashboard's cookie too; the sign-in form
 		// checks tokens with the bearer Authenticator alone.
-		bearer, sessions := o.Authenticator, newBrowserSessions()
+		bearer := o.Authenticator
+		var sessions sessionStore = newBrowserSessions()
+		if o.MultiUser {
+			sessions = deviceSessions{svc: o.Service}
+		}
 		o.Authenticator = cookieAuthenticator{next: bearer, sessions: sessions}
 		a := &api{svc: o.Service, log: o.Logger, o: o}
 		a.mount(r)

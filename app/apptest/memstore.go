@@ -30,6 +30,9 @@ type memState struct {
 	boxes     map[app.BoxRef]app.Box
 	accounts  map[string]memAccount
 	mcps      map[string]memMCP
+	users     map[app.AccountID]app.Account
+	keys      map[string]memKey
+	devices   map[string]memDevice
 	nextEvent int64
 	nextQ     int64
 	nextAudit int64
@@ -46,6 +49,9 @@ func (s memState) clone() memState {
 	c.boxes = maps.Clone(s.boxes)
 	c.accounts = maps.Clone(s.accounts)
 	c.mcps = maps.Clone(s.mcps)
+	c.users = maps.Clone(s.users)
+	c.keys = maps.Clone(s.keys)
+	c.devices = maps.Clone(s.devices)
 	return c
 }
 
@@ -58,6 +64,10 @@ func NewMemStore() *MemStore {
 		boxes:    map[app.BoxRef]app.Box{},
 		accounts: map[string]memAccount{},
 		mcps:     map[string]memMCP{},
+		users: map[app.AccountID]app.Account{app.OperatorAccount: {
+			ID: app.OperatorAccount, Username: "operator", Admin: true}},
+		keys:    map[string]memKey{},
+		devices: map[string]memDevice{},
 	}}
 }
 

@@ -32,6 +32,8 @@ func Run(t *testing.T, open func(t *testing.T) app.Store) {
 		{"Boxes", testBoxes},
 		{"GitHubAccounts", testGitHubAccounts},
 		{"MCPServers", testMCPServers},
+		{"Users", testUsers},
+		{"APIKeysAndDevices", testKeysAndDevices},
 	}
 	for _, tc := range tests {
 		t.Run(tc.name, func(t *testing.T) { tc.fn(t, open(t)) })

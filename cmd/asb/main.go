@@ -41,6 +41,7 @@ func commands() []command {
 	return []command{
 		{"serve", "run the controller: HTTP (health, readiness, metrics), the scheduler", runServe},
 		{"migrate", "apply database migrations and exit", runMigrate},
+		{"user", "manage users of a multi-user controller: add, token, plan, list (as the operator)", runUser},
 		{"doctor", "check the configuration, the database and the hosts, and say what to fix", runDoctor},
 		{"bake", "build the pool snapshot (agent CLI and git preinstalled) on a sandbox host", runBake},
 		{"monitor", "list the fleet of a running controller (waiting runs first)", runMonitor},

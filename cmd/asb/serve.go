@@ -2,8 +2,6 @@ package main
 
 import (
 	"context"
-	"crypto/sha256"
-	"crypto/subtle"
 	"errors"
 	"net"
 	"net/http"
@@ -14,6 +12,7 @@ import (
 	"time"
 
 	"github.com/asb-dev/asb/app"
+	"github.com/asb-dev/asb/cmd/asb/internal/config"
 	asbmcp "github.com/asb-dev/asb/mcp"
 	"github.com/asb-dev/asb/sandbox"
 	"github.com/asb-dev/asb/sandbox/workspace"
@@ -110,8 +109,10 @@ func runServe(ctx context.Context, env *environment, args []string) int {
 	}
 	svc := app.NewService(app.Deps{
 		Store: store, Sandbox: boxes, Forge: forge, Workspaces: workspaces, Logger: log.With("component", "core"),
-		Secrets: keys, GitHub: ghs.users,
-	}, app.Config{WaitTimeout: cfg.Agent.WaitTimeout, AskTimeout: cfg.Agent.AskTimeout})
+		Secrets: keys, GitHub: ghs.users, Passwords: web.ScryptHasher{},
+	}, app.Config{WaitTimeout: cfg.Agent.WaitTimeout, AskTimeout: cfg.Agent.AskTimeout, Accounts: accountPolicy(cfg)})
+	// One bearer check (operator token or personal API key) for the JSON routes and /mcp.
+	bearer := web.NewBearerAuthenticator(svc, token)
 	var webhook http.Handler
 	if err := ghs.start(cfg, svc, store, log.With("component", "github")); err != nil {
 		log.Error("cannot set up the GitHub surface", "err", err)
@@ -137,7 +138,7 @@ func runServe(ctx context.Context, env *environment, args []string) int {
 	}
 	mcpHandler := asbmcp.NewHTTPHandler(
 		asbmcp.NewServer(asbmcp.Options{Service: svc, WaitTimeout: cfg.Agent.WaitTimeout, Version: version, Logger: log.With("component", "mcp")}),
-		operatorVerifier(token), asbmcp.HTTPOptions{Logger: log.With("component", "mcp")})
+		bearer.Verify, asbmcp.HTTPOptions{Logger: log.With("component", "mcp")})
 	// Closed at shutdown so live streams end instead of holding it up.
 	stopStreams := make(chan struct{})
 	ln, err := net.Listen("tcp", cfg.Addr)
@@ -169,6 +170,9 @@ func runServe(ctx context.Context, env *environment, args []string) int {
 		Guidance:           guidance,
 		Metrics:            web.NewMetrics(svc),
 		OperatorToken:      token,
+		Authenticator:      bearer,
+		MultiUser:          cfg.Auth.Mode == config.ModeSaaS,
+		GitHubOAuth:        githubOAuth(cfg),
 		WaitTimeout:        cfg.Agent.WaitTimeout,
 		MutationsPerMinute: cfg.Auth.MutationsPerMinute,
 		StopStreams:        stopStreams,
@@ -248,17 +252,4 @@ func runServe(ctx context.Context, env *environment, args []string) int {
 	}
 	log.Info("stopped")
 	return code
-}
-
-// operatorVerifier accepts the operator token on /mcp, compared in
-// constant time (digests, so the length does not leak either).
-func operatorVerifier(token string) asbmcp.VerifyFunc {
-	want := sha256.Sum256([]byte(token))
-	return func(ctx context.Context, got string) (app.Actor, error) {
-		have := sha256.Sum256([]byte(got))
-		if token == "" || subtle.ConstantTimeCompare(want[:], have[:]) != 1 {
-			return app.Actor{}, app.Errorf(app.EUNAUTHORIZED, "invalid token")
-		}
-		return app.OperatorActor, nil
-	}
 }

@@ -105,6 +105,8 @@ type Server struct {
 
 	mu sync.Mutex
 	st state
+	// oauthApp serves "Continue with GitHub" (oauth.go).
+	oauthApp oauthApp
 }
 
 var (
@@ -246,6 +248,8 @@ func (s *Server) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 		s.serveAPI(sw, r, body, idx)
 	case isGit:
 		s.serveGit(sw, r, idx)
+	case strings.HasPrefix(p, "/login/oauth/"):
+		s.serveOAuth(sw, r, body)
 	case p == "/settings/apps/new" || (strings.HasPrefix(p, "/organizations/") && strings.HasSuffix(p, "/settings/apps/new")):
 		s.serveManifestForm(sw, r, body)
 	default:
