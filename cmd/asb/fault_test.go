@@ -1,0 +1,483 @@
+package main
+
+import (
+	"bytes"
+	"context"
+	"encoding/json"
+	"fmt"
+	"os"
+	"path/filepath"
+	"strconv"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/asb-dev/asb/github/githubtest"
+	"github.com/asb-dev/asb/sandbox/inbox"
+	"github.com/asb-dev/asb/sandbox/msbtest"
+)
+
+// The fault suite (docs/reliability.md): every test here is named
+// TestFault… so `go test -run Fault ./...` runs the suite alone.
+
+const faultWebhookSecret = "fault-suite-webhook-secret-0123"
+
+// faultRig is one controller process over a fake GitHub (real git), a
+// fake msb host with the scripted agent, and a data folder that outlives
+// the process, so a test can SIGKILL it and start it again.
+type faultRig struct {
+	t      *testing.T
+	gh     *githubtest.Server
+	pr     githubtest.PullRequest
+	msb    *msbtest.Host
+	dir    string
+	env    []string
+	before string
+	p      *process
+	c      *e2eClient
+	// logs keeps the logs of every process the rig started.
+	logs []*syncBuffer
+}
+
+func newFaultRig(t *testing.T, extra ...string) *faultRig {
+	t.Helper()
+	srv := githubtest.New(t, githubtest.Options{})
+	srv.CreateRepo("acme", "api", map[string]string{"README.md": "# api\n"})
+	srv.Commit("acme/api", "feature", "start the feature", map[string]string{"feature.go": "package api\n"})
+	srv.AddUser("octo")
+	srv.SetPermission("acme/api", "octo", "write")
+	srv.AddInstallation("acme", "acme/api")
+	pr := srv.AddPull("acme/api", githubtest.PullSpec{Author: "octo", Title: "Add the feature", Head: "feature", Base: "main"})
+	dir := t.TempDir()
+	keyFile := filepath.Join(dir, "app.pem")
+	if err := os.WriteFile(keyFile, srv.AppPrivateKeyPEM(), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	host := agentHost(t)
+	env := append([]string{
+		"SANDBOX_HOSTS=local", "MSB_PATH=" + host.Path, "MSB_SNAPSHOT=agent-base", "MSB_MEMORY=256M", "POOL_SIZE=0",
+		"AGENT_COMMAND=" + inbox.ToolDir + "/bin/claude", "MCP_HTTP_TOKEN=" + e2eToken,
+		"GITHUB_WEBHOOK_SECRET=" + faultWebhookSecret,
+		"GITHUB_APP_ID=" + strconv.FormatInt(srv.AppID(), 10), "GITHUB_APP_PRIVATE_KEY_FILE=" + keyFile,
+		"GITHUB_API_URL=" + srv.APIURL(), "GITHUB_WEB_URL=" + srv.URL + "/"}, extra...)
+	return &faultRig{t: t, gh: srv, pr: pr, msb: host, dir: dir, env: env, before: srv.Branch("acme/api", "feature")}
+}
+
+// start runs a controller process over the rig's data folder.
+func (r *faultRig) start() {
+	r.t.Helper()
+	r.p = startProcess(r.t, r.dir, r.env...)
+	r.logs = append(r.logs, r.p.logs)
+	r.c = &e2eClient{t: r.t, base: "http://" + r.p.addr}
+}
+
+// kill SIGKILLs the controller: no shutdown code runs.
+func (r *faultRig) kill() {
+	r.t.Helper()
+	if err := r.p.cmd.Process.Kill(); err != nil {
+		r.t.Fatal(err)
+	}
+	r.p.cmd.Wait()
+}
+
+func (r *faultRig) allLogs() string {
+	var b strings.Builder
+	for _, l := range r.logs {
+		b.WriteString(l.String())
+	}
+	return b.String()
+}
+
+// comment posts an /agent comment on the pull request and delivers its
+// webhook, as GitHub would.
+func (r *faultRig) comment(body string) githubtest.Comment {
+	r.t.Helper()
+	c := r.gh.AddComment("acme/api", r.pr.Number, "octo", body)
+	resp, err := r.gh.Deliver(context.Background(), "http://"+r.p.addr+"/webhooks/github", faultWebhookSecret, "issue_comment", r.gh.IssueCommentPayload(c.ID, "created"))
+	if err != nil {
+		r.t.Fatal(err)
+	}
+	resp.Body.Close()
+	if resp.StatusCode != 202 {
+		r.t.Fatalf("webhook answered %d", resp.StatusCode)
+	}
+	return c
+}
+
+// faultSession is what /watch.json says about a session.
+type faultSession struct {
+	State   string `json:"state"`
+	Session struct {
+		ID  string `json:"id"`
+		Box struct {
+			Name string `json:"name"`
+		} `json:"box"`
+	} `json:"session"`
+	Runs []struct {
+		ID       string `json:"id"`
+		State    string `json:"state"`
+		Turn     int    `json:"turn"`
+		Error    string `json:"error"`
+		Question string `json:"question"`
+	} `json:"runs"`
+	Events []struct {
+		ID    int64           `json:"id"`
+		RunID string          `json:"run_id"`
+		Type  string          `json:"type"`
+		Data  json.RawMessage `json:"data"`
+	} `json:"events"`
+}
+
+// session returns the rig's only session (the pull request's thread), or
+// false while there is none yet.
+func (r *faultRig) session() (faultSession, bool) {
+	r.t.Helper()
+	var fleet struct {
+		Sessions []struct {
+			Session struct {
+				ID string `json:"id"`
+			} `json:"session"`
+		} `json:"sessions"`
+	}
+	if code := r.c.do("GET", "/fleet.json?all=1", nil, &fleet); code != 200 {
+		r.t.Fatalf("fleet: %d", code)
+	}
+	if len(fleet.Sessions) == 0 {
+		return faultSession{}, false
+	}
+	if len(fleet.Sessions) != 1 {
+		r.t.Fatalf("%d sessions for one pull request", len(fleet.Sessions))
+	}
+	var w faultSession
+	if code := r.c.do("GET", "/watch.json?events=1000&session="+fleet.Sessions[0].Session.ID, nil, &w); code != 200 {
+		r.t.Fatalf("watch: %d", code)
+	}
+	return w, true
+}
+
+// waitSession polls the session until cond holds.
+func (r *faultRig) waitSession(what string, limit time.Duration, cond func(faultSession) bool) faultSession {
+	r.t.Helper()
+	deadline := time.Now().Add(limit)
+	for {
+		if w, ok := r.session(); ok && cond(w) {
+			return w
+		}
+		if time.Now().After(deadline) {
+			w, _ := r.session()
+			r.t.Fatalf("timed out waiting for %s; session: %+v\nlogs:\n%s", what, w, r.allLogs())
+		}
+		time.Sleep(25 * time.Millisecond)
+	}
+}
+
+// runsAre reports whether the session has n runs, all in state.
+func runsAre(n int, state string) func(faultSession) bool {
+	return func(w faultSession) bool {
+		if len(w.Runs) != n {
+			return false
+		}
+		for _, run := range w.Runs {
+			if run.State != state {
+				return false
+			}
+		}
+		return true
+	}
+}
+
+// checkAgentRecords checks that the stored agent records of every turn of
+// every run are the lines the agent wrote in the box, each once, in order.
+func (r *faultRig) checkAgentRecords(w faultSession) {
+	r.t.Helper()
+	for _, run := range w.Runs {
+		var got []string
+		for _, e := range w.Events {
+			if e.Type == "agent" && e.RunID == run.ID {
+				got = append(got, string(e.Data))
+			}
+		}
+		out, stderr, code := r.msb.Run("exec", w.Session.Box.Name, "--", "sh", "-c", "cat "+inbox.RunsDir+"/"+run.ID+"-*/events.ndjson")
+		if code != 0 {
+			r.t.Fatalf("read the agent's stream of %s: %s", run.ID, stderr)
+		}
+		var want []string
+		for _, l := range strings.Split(out, "\n") {
+			if l = strings.TrimSpace(l); l != "" {
+				want = append(want, l)
+			}
+		}
+		if len(want) == 0 || len(got) != len(want) {
+			r.t.Fatalf("run %s: stored %d agent records; the agent wrote %d", run.ID, len(got), len(want))
+		}
+		for i := range want {
+			var a, b any
+			if json.Unmarshal([]byte(got[i]), &a) != nil || json.Unmarshal([]byte(want[i]), &b) != nil || fmt.Sprint(a) != fmt.Sprint(b) {
+				r.t.Fatalf("run %s record %d differs:\n got %s\nwant %s", run.ID, i, got[i], want[i])
+			}
+		}
+	}
+}
+
+// checkLaunches checks the agent was invoked once per turn: the scripted
+// agent keeps one state file per conversation with a count of its
+// invocations, and the box holds one turn folder per turn.
+func (r *faultRig) checkLaunches(w faultSession, turns int) {
+	r.t.Helper()
+	out, stderr, code := r.msb.Run("exec", w.Session.Box.Name, "--", "sh", "-c", "cat "+inbox.Home+"/.scripted-agent/*.json")
+	if code != 0 {
+		r.t.Fatalf("read the agent's conversations: %s", stderr)
+	}
+	var st struct {
+		Turns int `json:"turns"`
+	}
+	dec := json.NewDecoder(strings.NewReader(out))
+	n := 0
+	for dec.More() {
+		if err := dec.Decode(&st); err != nil {
+			r.t.Fatalf("agent state: %v\n%s", err, out)
+		}
+		n++
+	}
+	if n != 1 || st.Turns != turns {
+		r.t.Fatalf("%d agent conversations, the last with %d invocations; want 1 with %d", n, st.Turns, turns)
+	}
+	out, _, _ = r.msb.Run("exec", w.Session.Box.Name, "--", "ls", inbox.RunsDir)
+	if got := len(strings.Fields(out)); got != turns {
+		r.t.Fatalf("%d turn folders in the box, want %d: %s", got, turns, out)
+	}
+	if boxes := r.msb.Boxes(); len(boxes) != 1 {
+		r.t.Fatalf("boxes on the host: %v; want the session's one", boxes)
+	}
+}
+
+// checkPushedOnce checks the pull request branch gained exactly the
+// agent's one commit, pushed by one successful receive-pack.
+func (r *faultRig) checkPushedOnce(subject string) {
+	r.t.Helper()
+	waitUntil(r.t, "the agent's commit on the PR branch", 30*time.Second, func() bool {
+		return r.gh.Branch("acme/api", "feature") != r.before
+	})
+	log := r.gh.Log("acme/api", "feature")
+	if len(log) < 2 || log[0].Subject != subject || log[1].SHA != r.before {
+		r.t.Fatalf("PR branch: %+v", log)
+	}
+	ok := 0
+	for _, q := range r.gh.Requests(githubtest.Match("POST", "/acme/api.git/git-receive-pack")) {
+		if q.Status == 200 {
+			ok++
+		}
+	}
+	if ok != 1 {
+		r.t.Fatalf("%d successful pushes, want 1", ok)
+	}
+}
+
+// trackingComments waits until the pull request has n bot comments,
+// each saying every, the last saying last, and returns them.
+func (r *faultRig) trackingComments(n int, every, last string) []githubtest.Comment {
+	r.t.Helper()
+	var cs []githubtest.Comment
+	deadline := time.Now().Add(30 * time.Second)
+	for {
+		cs = botComments(r.gh, r.pr.Number)
+		done := len(cs) == n && strings.Contains(cs[len(cs)-1].Body, last)
+		for _, c := range cs {
+			done = done && strings.Contains(c.Body, every)
+		}
+		if done {
+			return cs
+		}
+		if time.Now().After(deadline) {
+			var b strings.Builder
+			for _, c := range cs {
+				fmt.Fprintf(&b, "---\n%s\n", c.Body)
+			}
+			r.t.Fatalf("want %d tracking comments saying %q, the last %q; have %d:\n%s", n, every, last, len(cs), b.String())
+		}
+		time.Sleep(25 * time.Millisecond)
+	}
+}
+
+// checkNoSecrets checks that no token the fake GitHub issued, nor the
+// operator token, nor the webhook secret, nor any of extra, is in a log,
+// an API answer or a file of the data folder.
+func (r *faultRig) checkNoSecrets(extra ...string) {
+	r.t.Helper()
+	secrets := append([]string{e2eToken, faultWebhookSecret}, extra...)
+	tokens := r.gh.IssuedTokens()
+	if len(tokens) == 0 {
+		r.t.Fatal("the fake issued no tokens: nothing was checked")
+	}
+	secrets = append(secrets, tokens...)
+	logs := r.allLogs()
+	var files []string
+	filepath.Walk(filepath.Join(r.dir, "data"), func(p string, fi os.FileInfo, err error) error {
+		if err == nil && fi.Mode().IsRegular() {
+			files = append(files, p)
+		}
+		return nil
+	})
+	if len(files) == 0 {
+		r.t.Fatal("no data files to check")
+	}
+	seen := ""
+	if r.c != nil {
+		r.c.mu.Lock()
+		seen = r.c.seen.String()
+		r.c.mu.Unlock()
+	}
+	for i, s := range secrets {
+		if strings.Contains(logs, s) {
+			r.t.Fatalf("secret #%d is in the log", i)
+		}
+		// The operator token is the client's own credential; answers must
+		// not echo any secret.
+		if strings.Contains(seen, s) {
+			r.t.Fatalf("secret #%d is in an API answer", i)
+		}
+		for _, f := range files {
+			if b, _ := os.ReadFile(f); bytes.Contains(b, []byte(s)) {
+				r.t.Fatalf("secret #%d is stored in %s", i, f)
+			}
+		}
+	}
+}
+
+// TestFaultSIGKILLAtEachStage kills the controller with SIGKILL while a
+// run is queued, starting, running, waiting for an answer and pushing,
+// starts it again over the same data folder, and checks that the run
+// finishes (or waits again for its answer) with nothing lost (every agent
+// record stored once, in order), nothing done twice (one box, one agent
+// invocation per turn, one push, one tracking comment per run) and the
+// pull request told the outcome.
+func TestFaultSIGKILLAtEachStage(t *testing.T) {
+	const commitScript = "write fault.txt survived\\n\ncommit survive a SIGKILL\nsay all done"
+	cases := []struct {
+		name string
+		// before runs before the trigger (knobs, faults).
+		before func(r *faultRig)
+		// trigger makes the run (and any runs queued behind it).
+		trigger func(r *faultRig)
+		// hold waits until the run is in the stage the process dies in.
+		hold func(r *faultRig)
+		// release lifts the fault that held the run, while no process runs.
+		release func(r *faultRig)
+		// after drives the run to its end after the restart and checks
+		// what the stage needs.
+		after func(r *faultRig)
+		runs, turns int
+	}{{
+		name: "queued",
+		trigger: func(r *faultRig) {
+			r.comment("/agent first\n#!asb-script\nsay first\nsleep 2s\nsay first done")
+			r.waitSession("the first run going", 60*time.Second, func(w faultSession) bool {
+				return len(w.Runs) == 1 && w.Runs[0].State == "running"
+			})
+			r.comment("/agent second\n#!asb-script\n" + commitScript)
+		},
+		hold: func(r *faultRig) {
+			r.waitSession("a follow-up queued behind the run", 30*time.Second, func(w faultSession) bool {
+				return len(w.Runs) == 2 && w.Runs[0].State == "running" && w.Runs[1].State == "queued"
+			})
+		},
+		runs: 2, turns: 2,
+	}, {
+		name: "starting",
+		before: func(r *faultRig) {
+			r.msb.SetKnob(t, "FAKE_MSB_BOOT_FAIL=*")
+		},
+		trigger: func(r *faultRig) { r.comment("/agent go\n#!asb-script\n" + commitScript) },
+		hold: func(r *faultRig) {
+			r.waitSession("a run starting", 60*time.Second, runsAre(1, "starting"))
+			waitUntil(t, "a failed boot", 30*time.Second, func() bool {
+				return strings.Contains(r.p.logs.String(), "run step failed; retrying")
+			})
+		},
+		release: func(r *faultRig) {
+			if err := os.Remove(filepath.Join(r.msb.Home, "fake-knobs.env")); err != nil {
+				t.Fatal(err)
+			}
+		},
+		runs: 1, turns: 1,
+	}, {
+		name:    "running",
+		trigger: func(r *faultRig) { r.comment("/agent go\n#!asb-script\nemit 10\nsleep 2s\nemit 10\n" + commitScript) },
+		hold: func(r *faultRig) {
+			r.waitSession("the agent writing", 60*time.Second, func(w faultSession) bool {
+				n := 0
+				for _, e := range w.Events {
+					if e.Type == "agent" {
+						n++
+					}
+				}
+				return n >= 5 && runsAre(1, "running")(w)
+			})
+		},
+		runs: 1, turns: 1,
+	}, {
+		name:    "waiting",
+		trigger: func(r *faultRig) { r.comment("/agent go\n#!asb-script\nask Which greeting?\n" + commitScript) },
+		hold: func(r *faultRig) {
+			r.waitSession("the run waiting", 60*time.Second, runsAre(1, "waiting"))
+		},
+		after: func(r *faultRig) {
+			// Still waiting after the restart, the question still shown.
+			w := r.waitSession("the run waiting again", 30*time.Second, runsAre(1, "waiting"))
+			if w.Runs[0].Question != "Which greeting?" {
+				t.Fatalf("question after restart: %q", w.Runs[0].Question)
+			}
+			r.trackingComments(1, "Which greeting?", "Which greeting?")
+			var res struct {
+				Outcome string `json:"outcome"`
+			}
+			if code := r.c.do("POST", "/resume.json", map[string]any{"session": w.Session.ID, "message": "hello"}, &res); code != 200 || res.Outcome != "answered" {
+				t.Fatalf("answer: %d %+v", code, res)
+			}
+		},
+		runs: 1, turns: 2,
+	}, {
+		name: "pushing",
+		before: func(r *faultRig) {
+			r.gh.Inject(githubtest.Fault{Kind: githubtest.FaultHang, Method: "POST", Path: "/acme/api.git/git-receive-pack", Times: -1})
+		},
+		trigger: func(r *faultRig) { r.comment("/agent go\n#!asb-script\n" + commitScript) },
+		hold: func(r *faultRig) {
+			waitUntil(t, "the push hanging", 60*time.Second, func() bool {
+				return len(r.gh.Requests(func(q githubtest.Request) bool {
+					return q.Fault == githubtest.FaultHang && strings.HasSuffix(q.Path, "git-receive-pack")
+				})) > 0
+			})
+			if w, _ := r.session(); !runsAre(1, "running")(w) {
+				t.Fatalf("pushing run: %+v", w.Runs)
+			}
+		},
+		release: func(r *faultRig) { r.gh.ClearFaults() },
+		runs:    1, turns: 1,
+	}}
+	for _, tc := range cases {
+		t.Run(tc.name, func(t *testing.T) {
+			r := newFaultRig(t)
+			if tc.before != nil {
+				tc.before(r)
+			}
+			r.start()
+			tc.trigger(r)
+			tc.hold(r)
+			r.kill()
+			if tc.release != nil {
+				tc.release(r)
+			}
+			r.start()
+			if tc.after != nil {
+				tc.after(r)
+			}
+			w := r.waitSession("every run done", 90*time.Second, runsAre(tc.runs, "done"))
+			r.checkAgentRecords(w)
+			r.checkLaunches(w, tc.turns)
+			r.checkPushedOnce("survive a SIGKILL")
+			r.trackingComments(tc.runs, "Done", "all done")
+			r.checkNoSecrets()
+		})
+	}
+}
