@@ -365,7 +365,7 @@ func TestFaultSIGKILLAtEachStage(t *testing.T) {
 		release func(r *faultRig)
 		// after drives the run to its end after the restart and checks
 		// what the stage needs.
-		after func(r *faultRig)
+		after       func(r *faultRig)
 		runs, turns int
 	}{{
 		name: "queued",
