@@ -201,8 +201,10 @@ func (s *Service) drive(ctx context.Context, id RunID) {
 		case ECONFLICT:
 			// Someone else moved the run (cancel, teardown): re-read it.
 			continue
-		case EUNAVAILABLE, EINTERNAL:
-			// Hosts come and go; keep the run and retry with backoff.
+		case EUNAVAILABLE, EINTERNAL, ERATELIMIT:
+			// Hosts come and go and rate limits reset (finish returns a
+			// forge's rate limit for exactly this); keep the run and retry
+			// with backoff.
 			log.Warn("run step failed; retrying", "state", r.State, "err", err, "retry_in", backoff)
 			select {
 			case <-ctx.Done():

@@ -92,7 +92,13 @@ func (r *faultRig) allLogs() string {
 // webhook, as GitHub would.
 func (r *faultRig) comment(body string) githubtest.Comment {
 	r.t.Helper()
-	c := r.gh.AddComment("acme/api", r.pr.Number, "octo", body)
+	return r.commentOn(r.pr.Number, body)
+}
+
+// commentOn comments on an issue or pull request and delivers the webhook.
+func (r *faultRig) commentOn(number int, body string) githubtest.Comment {
+	r.t.Helper()
+	c := r.gh.AddComment("acme/api", number, "octo", body)
 	resp, err := r.gh.Deliver(context.Background(), "http://"+r.p.addr+"/webhooks/github", faultWebhookSecret, "issue_comment", r.gh.IssueCommentPayload(c.ID, "created"))
 	if err != nil {
 		r.t.Fatal(err)
@@ -165,7 +171,7 @@ func (r *faultRig) waitSession(what string, limit time.Duration, cond func(fault
 		}
 		if time.Now().After(deadline) {
 			w, _ := r.session()
-			r.t.Fatalf("timed out waiting for %s; session: %+v\nlogs:\n%s", what, w, r.allLogs())
+			r.t.Fatalf("timed out waiting for %s; runs: %+v\nlogs:\n%s", what, w.Runs, r.allLogs())
 		}
 		time.Sleep(25 * time.Millisecond)
 	}
@@ -477,6 +483,72 @@ func TestFaultSIGKILLAtEachStage(t *testing.T) {
 			r.checkLaunches(w, tc.turns)
 			r.checkPushedOnce("survive a SIGKILL")
 			r.trackingComments(tc.runs, "Done", "all done")
+			r.checkNoSecrets()
+		})
+	}
+}
+
+// TestFaultGitHubPublish makes GitHub fail while a finished run publishes:
+// the push answered 5xx or dropped, the pull request creation answered
+// 5xx, a 403 primary rate limit or a 429 with Retry-After, and the edit
+// of the tracking comment answered 5xx. Each is retried: the commit lands
+// once, one draft pull request is opened, and one tracking comment ends
+// as the final report.
+func TestFaultGitHubPublish(t *testing.T) {
+	const repoPulls = "/api/v3/repos/acme/api/pulls"
+	cases := []struct {
+		name  string
+		fault githubtest.Fault
+	}{
+		{"push 502", githubtest.Fault{Kind: githubtest.FaultServerError, Method: "POST", Path: "/acme/api.git/git-receive-pack", Times: 2}},
+		{"push dropped", githubtest.Fault{Kind: githubtest.FaultDrop, Method: "POST", Path: "/acme/api.git/git-receive-pack"}},
+		{"pull request 500", githubtest.Fault{Kind: githubtest.FaultServerError, Status: 500, Method: "POST", Path: repoPulls, Times: 2}},
+		{"pull request 403 rate limit", githubtest.Fault{Kind: githubtest.FaultRateLimit, Method: "POST", Path: repoPulls}},
+		{"pull request 429", githubtest.Fault{Kind: githubtest.FaultTooManyRequests, Method: "POST", Path: repoPulls, RetryAfter: time.Second}},
+		{"tracking comment edit 503", githubtest.Fault{Kind: githubtest.FaultServerError, Status: 503, Method: "PATCH", Path: "/api/v3/repos/acme/api/issues/comments/*", Times: 3}},
+	}
+	for _, tc := range cases {
+		t.Run(tc.name, func(t *testing.T) {
+			r := newFaultRig(t)
+			issue := r.gh.AddIssue("acme/api", githubtest.IssueSpec{Author: "octo", Title: "Write the fault file"})
+			r.start()
+			if tc.fault.Kind == githubtest.FaultRateLimit {
+				tc.fault.Reset = time.Now().Add(2 * time.Second) // go-github holds calls until then
+			}
+			r.gh.Inject(tc.fault)
+			r.commentOn(issue.Number, "/agent go\n#!asb-script\nwrite fault.txt survived\\n\ncommit survive GitHub faults\nsay all done")
+			w := r.waitSession("the run done", 90*time.Second, runsAre(1, "done"))
+			faulted := r.gh.Requests(func(q githubtest.Request) bool { return q.Fault == tc.fault.Kind })
+			if len(faulted) == 0 {
+				t.Fatal("the fault never hit: nothing was tested")
+			}
+			var pulls []githubtest.PullRequest
+			for _, p := range r.gh.PullRequests("acme/api") {
+				if strings.HasPrefix(p.Head, "agent/") {
+					pulls = append(pulls, p)
+				}
+			}
+			if len(pulls) != 1 || !pulls[0].Draft {
+				t.Fatalf("agent pull requests: %+v", pulls)
+			}
+			if log := r.gh.Log("acme/api", pulls[0].Head); len(log) < 2 || log[0].Subject != "survive GitHub faults" || log[1].Subject == "survive GitHub faults" {
+				t.Fatalf("branch %s: %+v", pulls[0].Head, log)
+			}
+			ok := 0
+			for _, q := range r.gh.Requests(githubtest.Match("POST", "/acme/api.git/git-receive-pack")) {
+				if q.Status == 200 {
+					ok++
+				}
+			}
+			if ok != 1 {
+				t.Fatalf("%d successful pushes, want 1", ok)
+			}
+			var cs []githubtest.Comment
+			waitUntil(t, "the final report", 30*time.Second, func() bool {
+				cs = botComments(r.gh, issue.Number)
+				return len(cs) == 1 && strings.Contains(cs[0].Body, "Done") && strings.Contains(cs[0].Body, pulls[0].HTMLURL)
+			})
+			r.checkAgentRecords(w)
 			r.checkNoSecrets()
 		})
 	}
