@@ -509,6 +509,7 @@ func TestFaultGitHubPublish(t *testing.T) {
 	}
 	for _, tc := range cases {
 		t.Run(tc.name, func(t *testing.T) {
+			t.Parallel()
 			r := newFaultRig(t)
 			issue := r.gh.AddIssue("acme/api", githubtest.IssueSpec{Author: "octo", Title: "Write the fault file"})
 			r.start()
@@ -552,4 +553,27 @@ func TestFaultGitHubPublish(t *testing.T) {
 			r.checkNoSecrets()
 		})
 	}
+}
+
+// TestFaultGitHubRefusesPublish: when GitHub refuses the pull request
+// for good (422), the run fails once, without retrying forever, and the
+// tracking comment says why; the pushed branch stays.
+func TestFaultGitHubRefusesPublish(t *testing.T) {
+	r := newFaultRig(t)
+	issue := r.gh.AddIssue("acme/api", githubtest.IssueSpec{Author: "octo", Title: "Write the fault file"})
+	r.start()
+	r.gh.Inject(githubtest.Fault{Kind: githubtest.FaultServerError, Status: 422, Method: "POST", Path: "/api/v3/repos/acme/api/pulls", Times: -1})
+	r.commentOn(issue.Number, "/agent go\n#!asb-script\nwrite fault.txt refused\\n\ncommit refused by GitHub\nsay all done")
+	w := r.waitSession("the run failed", 90*time.Second, runsAre(1, "failed"))
+	if !strings.Contains(w.Runs[0].Error, "could not open a pull request") {
+		t.Fatalf("run error: %q", w.Runs[0].Error)
+	}
+	waitUntil(t, "the tracking comment to say why", 30*time.Second, func() bool {
+		cs := botComments(r.gh, issue.Number)
+		return len(cs) == 1 && strings.Contains(cs[0].Body, "could not open a pull request")
+	})
+	if n := len(r.gh.Requests(githubtest.Match("POST", "/api/v3/repos/acme/api/pulls"))); n != 1 {
+		t.Fatalf("%d pull request attempts for a refusal, want 1", n)
+	}
+	r.checkNoSecrets()
 }
