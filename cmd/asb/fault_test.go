@@ -3,12 +3,17 @@ package main
 import (
 	"bytes"
 	"context"
+	"crypto/hmac"
+	"crypto/sha256"
+	"encoding/hex"
 	"encoding/json"
 	"fmt"
+	"net/http"
 	"os"
 	"path/filepath"
 	"strconv"
 	"strings"
+	"sync"
 	"testing"
 	"time"
 
@@ -574,6 +579,72 @@ func TestFaultGitHubRefusesPublish(t *testing.T) {
 	})
 	if n := len(r.gh.Requests(githubtest.Match("POST", "/api/v3/repos/acme/api/pulls"))); n != 1 {
 		t.Fatalf("%d pull request attempts for a refusal, want 1", n)
+	}
+	r.checkNoSecrets()
+}
+
+// TestFaultWebhookRedeliveries sends one delivery, then the same delivery
+// id many times at once (GitHub's "Redeliver", retries after a timeout),
+// also across a SIGKILL and restart of the controller: one run, one
+// tracking comment, one push.
+func TestFaultWebhookRedeliveries(t *testing.T) {
+	r := newFaultRig(t)
+	r.start()
+	c := r.gh.AddComment("acme/api", r.pr.Number, "octo", "/agent go\n#!asb-script\nsleep 1s\nwrite fault.txt once\\n\ncommit survive a SIGKILL\nsay all done")
+	payload := r.gh.IssueCommentPayload(c.ID, "created")
+	const id = "5f0c1a2e-0000-4000-8000-00000000fa17"
+	// send posts the delivery as GitHub signs it, always with the same id,
+	// to whichever process is listening now.
+	send := func() {
+		mac := hmac.New(sha256.New, []byte(faultWebhookSecret))
+		mac.Write(payload)
+		req, _ := http.NewRequest("POST", "http://"+r.p.addr+"/webhooks/github", bytes.NewReader(payload))
+		req.Header.Set("Content-Type", "application/json")
+		req.Header.Set("X-GitHub-Event", "issue_comment")
+		req.Header.Set("X-GitHub-Delivery", id)
+		req.Header.Set("X-Hub-Signature-256", "sha256="+hex.EncodeToString(mac.Sum(nil)))
+		ctx, cancel := context.WithTimeout(context.Background(), 20*time.Second)
+		defer cancel()
+		resp, err := http.DefaultClient.Do(req.WithContext(ctx))
+		if err != nil {
+			t.Errorf("delivery: %v", err)
+			return
+		}
+		resp.Body.Close()
+		if resp.StatusCode >= 300 {
+			t.Errorf("delivery answered %d", resp.StatusCode)
+		}
+	}
+	redeliver := func(n int) {
+		var wg sync.WaitGroup
+		for i := 0; i < n; i++ {
+			wg.Add(1)
+			go func() {
+				defer wg.Done()
+				send()
+			}()
+		}
+		wg.Wait()
+	}
+	redeliver(12)
+	r.waitSession("the run going", 60*time.Second, func(w faultSession) bool {
+		return len(w.Runs) == 1 && (w.Runs[0].State == "running" || w.Runs[0].State == "done")
+	})
+	r.kill()
+	r.start()
+	redeliver(6)
+	w := r.waitSession("the run done", 90*time.Second, runsAre(1, "done"))
+	r.trackingComments(1, "Done", "all done")
+	r.checkPushedOnce("survive a SIGKILL")
+	r.checkLaunches(w, 1)
+	r.checkAgentRecords(w)
+	// A last burst after the end starts nothing either.
+	redeliver(6)
+	if w, _ := r.session(); len(w.Runs) != 1 {
+		t.Fatalf("%d runs after redeliveries", len(w.Runs))
+	}
+	if n := len(botComments(r.gh, r.pr.Number)); n != 1 {
+		t.Fatalf("%d tracking comments after redeliveries", n)
 	}
 	r.checkNoSecrets()
 }
