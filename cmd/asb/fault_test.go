@@ -68,6 +68,53 @@ func newFaultRig(t *testing.T, extra ...string) *faultRig {
 	return &faultRig{t: t, gh: srv, pr: pr, msb: host, dir: dir, env: env, before: srv.Branch("acme/api", "feature")}
 }
 
+// newLocalRig is a rig without GitHub: runs come from /delegate.json.
+func newLocalRig(t *testing.T, host *msbtest.Host, extra ...string) *faultRig {
+	t.Helper()
+	env := append([]string{"SANDBOX_HOSTS=local", "MSB_PATH=" + host.Path, "MSB_SNAPSHOT=agent-base", "MSB_MEMORY=256M",
+		"POOL_SIZE=0", "AGENT_COMMAND=" + inbox.ToolDir + "/bin/claude", "MCP_HTTP_TOKEN=" + e2eToken}, extra...)
+	return &faultRig{t: t, msb: host, dir: t.TempDir(), env: env}
+}
+
+// delegate starts a task through the JSON route and returns its session.
+func (r *faultRig) delegate(task string) string {
+	r.t.Helper()
+	var d struct {
+		Session struct {
+			ID string `json:"id"`
+		} `json:"session"`
+	}
+	if code := r.c.do("POST", "/delegate.json", map[string]any{"task": task}, &d); code != 200 {
+		r.t.Fatalf("delegate: %d", code)
+	}
+	return d.Session.ID
+}
+
+// notices are the texts of a session's run.notice events.
+func notices(w faultSession) []string {
+	var out []string
+	for _, e := range w.Events {
+		if e.Type == "run.notice" {
+			var d struct {
+				Text string `json:"text"`
+			}
+			json.Unmarshal(e.Data, &d)
+			out = append(out, d.Text)
+		}
+	}
+	return out
+}
+
+// hasNotice reports whether a notice contains text.
+func hasNotice(w faultSession, text string) bool {
+	for _, n := range notices(w) {
+		if strings.Contains(n, text) {
+			return true
+		}
+	}
+	return false
+}
+
 // start runs a controller process over the rig's data folder.
 func (r *faultRig) start() {
 	r.t.Helper()
@@ -316,11 +363,13 @@ func (r *faultRig) trackingComments(n int, every, last string) []githubtest.Comm
 func (r *faultRig) checkNoSecrets(extra ...string) {
 	r.t.Helper()
 	secrets := append([]string{e2eToken, faultWebhookSecret}, extra...)
-	tokens := r.gh.IssuedTokens()
-	if len(tokens) == 0 {
-		r.t.Fatal("the fake issued no tokens: nothing was checked")
+	if r.gh != nil {
+		tokens := r.gh.IssuedTokens()
+		if len(tokens) == 0 {
+			r.t.Fatal("the fake issued no tokens: nothing was checked")
+		}
+		secrets = append(secrets, tokens...)
 	}
-	secrets = append(secrets, tokens...)
 	logs := r.allLogs()
 	var files []string
 	filepath.Walk(filepath.Join(r.dir, "data"), func(p string, fi os.FileInfo, err error) error {
@@ -378,6 +427,9 @@ func TestFaultSIGKILLAtEachStage(t *testing.T) {
 		// what the stage needs.
 		after       func(r *faultRig)
 		runs, turns int
+		// told is set when the run was live in the process that died: the
+		// run's events must say the controller picked it up again.
+		told bool
 	}{{
 		name: "queued",
 		trigger: func(r *faultRig) {
@@ -392,7 +444,7 @@ func TestFaultSIGKILLAtEachStage(t *testing.T) {
 				return len(w.Runs) == 2 && w.Runs[0].State == "running" && w.Runs[1].State == "queued"
 			})
 		},
-		runs: 2, turns: 2,
+		runs: 2, turns: 2, told: true,
 	}, {
 		name: "starting",
 		before: func(r *faultRig) {
@@ -410,7 +462,7 @@ func TestFaultSIGKILLAtEachStage(t *testing.T) {
 				t.Fatal(err)
 			}
 		},
-		runs: 1, turns: 1,
+		runs: 1, turns: 1, told: true,
 	}, {
 		name:    "running",
 		trigger: func(r *faultRig) { r.comment("/agent go\n#!asb-script\nemit 10\nsleep 2s\nemit 10\n" + commitScript) },
@@ -425,7 +477,7 @@ func TestFaultSIGKILLAtEachStage(t *testing.T) {
 				return n >= 5 && runsAre(1, "running")(w)
 			})
 		},
-		runs: 1, turns: 1,
+		runs: 1, turns: 1, told: true,
 	}, {
 		name:    "waiting",
 		trigger: func(r *faultRig) { r.comment("/agent go\n#!asb-script\nask Which greeting?\n" + commitScript) },
@@ -464,7 +516,7 @@ func TestFaultSIGKILLAtEachStage(t *testing.T) {
 			}
 		},
 		release: func(r *faultRig) { r.gh.ClearFaults() },
-		runs:    1, turns: 1,
+		runs:    1, turns: 1, told: true,
 	}}
 	for _, tc := range cases {
 		t.Run(tc.name, func(t *testing.T) {
@@ -484,6 +536,9 @@ func TestFaultSIGKILLAtEachStage(t *testing.T) {
 				tc.after(r)
 			}
 			w := r.waitSession("every run done", 90*time.Second, runsAre(tc.runs, "done"))
+			if tc.told != hasNotice(w, "controller restarted") {
+				t.Fatalf("told of the restart: %v, want %v; notices: %q", !tc.told, tc.told, notices(w))
+			}
 			r.checkAgentRecords(w)
 			r.checkLaunches(w, tc.turns)
 			r.checkPushedOnce("survive a SIGKILL")
@@ -647,4 +702,78 @@ func TestFaultWebhookRedeliveries(t *testing.T) {
 		t.Fatalf("%d tracking comments after redeliveries", n)
 	}
 	r.checkNoSecrets()
+}
+
+// TestFaultMSB makes msb fail under a run: boots that fail, an image that
+// is not there, and a box that crashes under a running agent. No run is
+// left stuck without a word: it either fails with msb's reason in its
+// state and events, or says in a run.notice what it is retrying, and goes
+// on once msb works again.
+func TestFaultMSB(t *testing.T) {
+	knobs := func(h *msbtest.Host) string { return filepath.Join(h.Home, "fake-knobs.env") }
+	t.Run("boot failure is retried and told", func(t *testing.T) {
+		t.Parallel()
+		r := newLocalRig(t, agentHost(t))
+		r.msb.SetKnob(t, "FAKE_MSB_BOOT_FAIL=*")
+		r.start()
+		r.delegate("#!asb-script\nsay booted")
+		r.waitSession("a notice of the failed boot", 60*time.Second, func(w faultSession) bool {
+			return runsAre(1, "starting")(w) && hasNotice(w, "failed to start") && hasNotice(w, "retrying")
+		})
+		if err := os.Remove(knobs(r.msb)); err != nil {
+			t.Fatal(err)
+		}
+		w := r.waitSession("the run done once msb boots again", 90*time.Second, runsAre(1, "done"))
+		if n := len(notices(w)); n != 1 {
+			t.Fatalf("the same failure was told %d times: %q", n, notices(w))
+		}
+		r.checkAgentRecords(w)
+		r.checkLaunches(w, 1)
+		r.checkNoSecrets()
+	})
+	t.Run("missing image fails with the reason", func(t *testing.T) {
+		t.Parallel()
+		r := newLocalRig(t, agentHost(t), "MSB_SNAPSHOT=", "MSB_IMAGE=ghcr.io/acme/missing:1")
+		r.start()
+		r.delegate("#!asb-script\nsay never")
+		w := r.waitSession("the run failed", 60*time.Second, runsAre(1, "failed"))
+		if !strings.Contains(w.Runs[0].Error, "image not cached: ghcr.io/acme/missing:1") {
+			t.Fatalf("run error: %q", w.Runs[0].Error)
+		}
+		if boxes := r.msb.Boxes(); len(boxes) != 0 {
+			t.Fatalf("boxes left behind: %v", boxes)
+		}
+		r.checkNoSecrets()
+	})
+	t.Run("box crash mid-run fails the run and the next run gets a box", func(t *testing.T) {
+		t.Parallel()
+		r := newLocalRig(t, agentHost(t))
+		r.start()
+		id := r.delegate("#!asb-script\nsay going\nsleep 30s\nsay never")
+		r.waitSession("the agent going", 60*time.Second, func(w faultSession) bool {
+			return runsAre(1, "running")(w) && len(w.Events) > 0 && func() bool {
+				for _, e := range w.Events {
+					if e.Type == "agent" && strings.Contains(string(e.Data), "going") {
+						return true
+					}
+				}
+				return false
+			}()
+		})
+		r.msb.SetKnob(t, "FAKE_MSB_CRASH=*")
+		w := r.waitSession("the run failed", 60*time.Second, runsAre(1, "failed"))
+		if !strings.Contains(w.Runs[0].Error, "stopped before it finished") {
+			t.Fatalf("run error: %q", w.Runs[0].Error)
+		}
+		if err := os.Remove(knobs(r.msb)); err != nil {
+			t.Fatal(err)
+		}
+		if code := r.c.do("POST", "/followup.json", map[string]any{"session": id, "message": "#!asb-script\nsay back"}, nil); code != 200 {
+			t.Fatalf("follow-up: %d", code)
+		}
+		w = r.waitSession("the follow-up done", 60*time.Second, func(w faultSession) bool {
+			return len(w.Runs) == 2 && w.Runs[1].State == "done"
+		})
+		r.checkNoSecrets()
+	})
 }
