@@ -20,6 +20,7 @@ import (
 	"github.com/asb-dev/asb/github/githubtest"
 	"github.com/asb-dev/asb/sandbox/inbox"
 	"github.com/asb-dev/asb/sandbox/msbtest"
+	"github.com/asb-dev/asb/sandbox/sshtest"
 )
 
 // The fault suite (docs/reliability.md): every test here is named
@@ -776,4 +777,47 @@ func TestFaultMSB(t *testing.T) {
 		})
 		r.checkNoSecrets()
 	})
+}
+
+// TestFaultHostDown: with one of two sandbox hosts down (its SSH server
+// gone) the controller still starts, says it is ready, and runs land on
+// the host that answers.
+func TestFaultHostDown(t *testing.T) {
+	down := sshtest.NewServer(t, sshtest.ServerOptions{})
+	addr, keyFile, knownHosts := down.Addr, down.ClientKey.File, down.KnownHostsFile
+	down.Close()
+	r := newLocalRig(t, agentHost(t), "SANDBOX_HOSTS=ssh://test@"+addr+",local", "SSH_KEY_FILE="+keyFile, "SSH_KNOWN_HOSTS="+knownHosts)
+	r.start()
+	for i := 0; i < 3; i++ {
+		r.delegate("#!asb-script\nsay on the live host")
+	}
+	var fleet struct {
+		Sessions []struct {
+			Session struct {
+				Box struct {
+					Host string `json:"host"`
+				} `json:"box"`
+			} `json:"session"`
+			State string `json:"state"`
+		} `json:"sessions"`
+	}
+	waitUntil(t, "three runs done", 90*time.Second, func() bool {
+		r.c.do("GET", "/fleet.json", nil, &fleet)
+		n := 0
+		for _, s := range fleet.Sessions {
+			if s.State == "done" {
+				n++
+			}
+		}
+		return n == 3
+	})
+	for _, s := range fleet.Sessions {
+		if s.Session.Box.Host != "local" {
+			t.Fatalf("a run went to %q", s.Session.Box.Host)
+		}
+	}
+	if code, body := httpGet(t, "http://"+r.p.addr+"/readyz"); code != 200 {
+		t.Fatalf("readyz with one host up: %d %s", code, body)
+	}
+	r.checkNoSecrets()
 }
