@@ -2,6 +2,7 @@ package github
 
 import (
 	"context"
+	"encoding/json"
 	"strings"
 	"sync"
 	"testing"
@@ -152,5 +153,29 @@ func TestFaultGitHubTimeoutClassified(t *testing.T) {
 	err = APIError(err, "read acme/widgets")
 	if app.ErrorCode(err) != app.EUNAVAILABLE || !strings.Contains(app.ErrorMessage(err), "timed out") {
 		t.Fatalf("a hung call: %v (%s)", err, app.ErrorCode(err))
+	}
+}
+
+// TestFaultTrackingCommentTellsRetries: while a run retries a failing step
+// (or was picked up after a restart) its tracking comment says so, and
+// stops saying it once the run moves on.
+func TestFaultTrackingCommentTellsRetries(t *testing.T) {
+	const text = "could not push to acme/widgets: GitHub is unavailable (HTTP 502); retrying (next try in 4s)"
+	notice := app.Event{ID: 2, SessionID: "ses_m4x9ab", RunID: "run_7f3kq2", Type: app.EventRunNotice, Data: json.RawMessage(`{"state":"running","text":"` + text + ` @octocat"}`), At: t0}
+	moved := app.Event{ID: 3, SessionID: "ses_m4x9ab", RunID: "run_7f3kq2", Type: app.EventRunState, Data: json.RawMessage(`{"from":"running","to":"done"}`), At: t0}
+
+	running := scenario(app.StateRunning, nil)
+	running.Digest = Digest(append(agentEvents(`{"type":"system","subtype":"init","session_id":"s"}`), notice))
+	body := RenderTracking(running)
+	if !strings.Contains(body, "⚠️ "+text) {
+		t.Fatalf("the running run's comment does not tell the retry:\n%s", body)
+	}
+	if strings.Contains(body, " @octocat") {
+		t.Fatalf("a notice pinged someone:\n%s", body)
+	}
+	done := scenario(app.StateDone, nil)
+	done.Digest = Digest([]app.Event{notice, moved})
+	if body := RenderTracking(done); strings.Contains(body, "retrying") {
+		t.Fatalf("a stale notice outlived the run:\n%s", body)
 	}
 }
