@@ -26,7 +26,10 @@ import (
 // The fault suite (docs/reliability.md): every test here is named
 // TestFault… so `go test -run Fault ./...` runs the suite alone.
 
-const faultWebhookSecret = "fault-suite-webhook-secret-0123"
+const (
+	faultWebhookSecret = "fault-suite-webhook-secret-0123"
+	faultOneStepSecret = "fault-suite-one-step-secret-4567"
+)
 
 // faultRig is one controller process over a fake GitHub (real git), a
 // fake msb host with the scripted agent, and a data folder that outlives
@@ -480,8 +483,10 @@ func TestFaultSIGKILLAtEachStage(t *testing.T) {
 		},
 		runs: 1, turns: 1, told: true,
 	}, {
-		name:    "waiting",
-		trigger: func(r *faultRig) { r.comment("/agent go\n#!asb-script\nask Which greeting?\n" + commitScript) },
+		name: "waiting",
+		trigger: func(r *faultRig) {
+			r.comment("/agent go\n#!asb-script\nask Which greeting?\nenv DB_PASSWORD\n" + commitScript)
+		},
 		hold: func(r *faultRig) {
 			r.waitSession("the run waiting", 60*time.Second, runsAre(1, "waiting"))
 		},
@@ -495,9 +500,19 @@ func TestFaultSIGKILLAtEachStage(t *testing.T) {
 			var res struct {
 				Outcome string `json:"outcome"`
 			}
-			if code := r.c.do("POST", "/resume.json", map[string]any{"session": w.Session.ID, "message": "hello"}, &res); code != 200 || res.Outcome != "answered" {
+			// The answer carries a one-step secret (checked nowhere below).
+			secrets := map[string]string{"DB_PASSWORD": faultOneStepSecret}
+			if code := r.c.do("POST", "/resume.json", map[string]any{"session": w.Session.ID, "message": "hello", "secrets": secrets}, &res); code != 200 || res.Outcome != "answered" {
 				t.Fatalf("answer: %d %+v", code, res)
 			}
+			r.waitSession("the agent seeing its secret", 60*time.Second, func(w faultSession) bool {
+				for _, e := range w.Events {
+					if e.Type == "agent" && strings.Contains(string(e.Data), fmt.Sprintf("DB_PASSWORD is set (%d bytes)", len(faultOneStepSecret))) {
+						return true
+					}
+				}
+				return false
+			})
 		},
 		runs: 1, turns: 2,
 	}, {
@@ -544,7 +559,7 @@ func TestFaultSIGKILLAtEachStage(t *testing.T) {
 			r.checkLaunches(w, tc.turns)
 			r.checkPushedOnce("survive a SIGKILL")
 			r.trackingComments(tc.runs, "Done", "all done")
-			r.checkNoSecrets()
+			r.checkNoSecrets(faultOneStepSecret)
 		})
 	}
 }
@@ -819,5 +834,60 @@ func TestFaultHostDown(t *testing.T) {
 	if code, body := httpGet(t, "http://"+r.p.addr+"/readyz"); code != 200 {
 		t.Fatalf("readyz with one host up: %d %s", code, body)
 	}
+	r.checkNoSecrets()
+}
+
+// TestFaultSIGKILLAfterPush kills the controller after the agent's commits
+// were pushed but while the pull request is being opened (GitHub holds
+// the request), then restarts it: the branch is not pushed again, one
+// draft pull request is opened, the tracking comment links it.
+func TestFaultSIGKILLAfterPush(t *testing.T) {
+	r := newFaultRig(t)
+	issue := r.gh.AddIssue("acme/api", githubtest.IssueSpec{Author: "octo", Title: "Write the fault file"})
+	r.gh.Inject(githubtest.Fault{Kind: githubtest.FaultHang, Method: "POST", Path: "/api/v3/repos/acme/api/pulls", Times: -1})
+	r.start()
+	r.commentOn(issue.Number, "/agent go\n#!asb-script\nwrite fault.txt pushed\\n\ncommit pushed before the kill\nsay all done")
+	waitUntil(t, "the pull request creation hanging", 60*time.Second, func() bool {
+		return len(r.gh.Requests(func(q githubtest.Request) bool {
+			return q.Fault == githubtest.FaultHang && strings.HasSuffix(q.Path, "/pulls")
+		})) > 0
+	})
+	pushes := func() int {
+		n := 0
+		for _, q := range r.gh.Requests(githubtest.Match("POST", "/acme/api.git/git-receive-pack")) {
+			if q.Status == 200 {
+				n++
+			}
+		}
+		return n
+	}
+	if pushes() != 1 {
+		t.Fatalf("%d pushes before the kill, want 1", pushes())
+	}
+	r.kill()
+	r.gh.ClearFaults()
+	r.start()
+	w := r.waitSession("the run done", 90*time.Second, runsAre(1, "done"))
+	var pulls []githubtest.PullRequest
+	for _, p := range r.gh.PullRequests("acme/api") {
+		if strings.HasPrefix(p.Head, "agent/") {
+			pulls = append(pulls, p)
+		}
+	}
+	if len(pulls) != 1 {
+		t.Fatalf("agent pull requests: %+v", pulls)
+	}
+	if n := pushes(); n != 1 {
+		t.Fatalf("the branch was pushed %d times", n)
+	}
+	waitUntil(t, "the final report", 30*time.Second, func() bool {
+		cs := botComments(r.gh, issue.Number)
+		return len(cs) == 1 && strings.Contains(cs[0].Body, "Done") && strings.Contains(cs[0].Body, pulls[0].HTMLURL)
+	})
+	if !hasNotice(w, "controller restarted") {
+		t.Fatalf("no restart notice: %q", notices(w))
+	}
+	r.checkAgentRecords(w)
+	r.checkLaunches(w, 1)
 	r.checkNoSecrets()
 }
