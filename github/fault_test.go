@@ -3,6 +3,12 @@ package github
 import (
 	"context"
 	"encoding/json"
+	"errors"
+	"net/http"
+	"net/http/httptest"
+	"net/http/httputil"
+	"net/url"
+	"path"
 	"strings"
 	"sync"
 	"testing"
@@ -23,6 +29,15 @@ type faultWorld struct {
 
 func newFaultWorld(t *testing.T, timeout time.Duration) *faultWorld {
 	t.Helper()
+	return newFaultWorldVia(t, timeout, nil)
+}
+
+// newFaultWorldVia is newFaultWorld with the App's REST calls going
+// through a proxy; lose, when it returns true for a request, makes the
+// proxy pass the request on and then lose GitHub's answer (a 502 to asb
+// for a request GitHub did carry out).
+func newFaultWorldVia(t *testing.T, timeout time.Duration, lose func(*http.Request) bool) *faultWorld {
+	t.Helper()
 	w := &procWorld{t: t, store: apptest.NewMemStore(), sandbox: apptest.NewFakeSandbox(), dels: newProcDeliveries()}
 	w.srv = githubtest.New(t, githubtest.Options{})
 	w.srv.CreateRepo("acme", "widgets", map[string]string{"README.md": "# widgets\n"})
@@ -33,8 +48,25 @@ func newFaultWorld(t *testing.T, timeout time.Duration) *faultWorld {
 	w.pr = w.srv.AddPull(procRepo, githubtest.PullSpec{Author: "alice", Title: "Add widgets", Head: "feature"}).Number
 	w.sandbox.ScriptFor = func(app.Turn) apptest.Script { return procDoneScript("Added the widget test.") }
 	w.svc = app.NewService(app.Deps{Store: w.store, Sandbox: w.sandbox}, app.Config{PollInterval: time.Millisecond, MaxActiveRuns: 8})
+	apiURL := w.srv.APIURL()
+	if lose != nil {
+		target, err := url.Parse(w.srv.URL)
+		if err != nil {
+			t.Fatal(err)
+		}
+		proxy := httputil.NewSingleHostReverseProxy(target)
+		proxy.ModifyResponse = func(resp *http.Response) error {
+			if lose(resp.Request) {
+				return errors.New("the answer was lost on the way back")
+			}
+			return nil
+		}
+		ps := httptest.NewServer(proxy)
+		t.Cleanup(ps.Close)
+		apiURL = strings.Replace(apiURL, w.srv.URL, ps.URL, 1)
+	}
 	ghApp, err := NewApp(AppConfig{AppID: w.srv.AppID(), PrivateKeyPEM: w.srv.AppPrivateKeyPEM(),
-		APIURL: w.srv.APIURL(), WebURL: w.srv.URL, RequestTimeout: timeout})
+		APIURL: apiURL, WebURL: w.srv.URL, RequestTimeout: timeout})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -177,5 +209,43 @@ func TestFaultTrackingCommentTellsRetries(t *testing.T) {
 	done.Digest = Digest([]app.Event{notice, moved})
 	if body := RenderTracking(done); strings.Contains(body, "retrying") {
 		t.Fatalf("a stale notice outlived the run:\n%s", body)
+	}
+}
+
+// TestFaultGitHubLostAnswerNoDuplicate: GitHub creates the tracking
+// comment but its answer is lost (asb sees a 502). The retried delivery
+// finds the comment it already made instead of posting a second one.
+func TestFaultGitHubLostAnswerNoDuplicate(t *testing.T) {
+	var mu sync.Mutex
+	lost := 0
+	w := newFaultWorldVia(t, 5*time.Second, func(r *http.Request) bool {
+		ok, _ := path.Match("/api/v3/repos/acme/widgets/issues/*/comments", r.URL.Path)
+		if r.Method != "POST" || !ok {
+			return false
+		}
+		mu.Lock()
+		defer mu.Unlock()
+		lost++
+		return lost == 1
+	})
+	_, d := w.comment(w.pr, "alice", "/agent add a test")
+	if errText := w.waitProcessed(d); errText != "" {
+		t.Fatalf("delivery processed with an error: %s", errText)
+	}
+	final := w.waitTracking(w.pr, app.StateDone)
+	if !strings.Contains(final.Body, "Added the widget test.") {
+		t.Fatalf("final report:\n%s", final.Body)
+	}
+	mu.Lock()
+	n := lost
+	mu.Unlock()
+	if n == 0 {
+		t.Fatal("no answer was lost: nothing was tested")
+	}
+	if cs := w.botComments(w.pr); len(cs) != 1 {
+		t.Fatalf("the App made %d comments, want 1", len(cs))
+	}
+	if v, _ := w.thread(w.pr); len(v.Runs) != 1 || v.Runs[0].Origin.TrackingCommentID == 0 {
+		t.Fatalf("runs: %+v", v.Runs)
 	}
 }

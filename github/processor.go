@@ -614,6 +614,23 @@ func (p *Processor) delegate(ctx context.Context, t Trigger, d Delivery, ask str
 	if run.Origin.TrackingCommentID != 0 {
 		return nil
 	}
+	if found {
+		// An earlier attempt may have posted the comment and lost GitHub's
+		// answer: adopt that comment rather than post a second one.
+		c, ok, err := p.postedTracking(ctx, t, run.ID)
+		if err != nil {
+			return retry(err)
+		}
+		if ok {
+			if err := p.svc.SetTrackingComment(ctx, run.ID, c.ID); err != nil {
+				return retry(err)
+			}
+			if p.opts.Tracker != nil {
+				p.opts.Tracker.Tracked(sess, run.ID, t.InstallationID, c.Body)
+			}
+			return nil
+		}
+	}
 	view, err := p.svc.Session(ctx, sess)
 	if err != nil {
 		return retry(err)
@@ -633,6 +650,29 @@ func (p *Processor) delegate(ctx context.Context, t Trigger, d Delivery, ask str
 		p.opts.Tracker.Tracked(sess, run.ID, t.InstallationID, body)
 	}
 	return nil
+}
+
+// postedTracking finds a tracking comment the App already posted for run
+// on the trigger's thread. Only the App's own bot counts: anyone can write
+// a marker into a comment.
+func (p *Processor) postedTracking(ctx context.Context, t Trigger, run app.RunID) (ThreadComment, bool, error) {
+	list, err := p.api.ListComments(ctx, t.InstallationID, t.Repo, t.Number)
+	if err != nil {
+		return ThreadComment{}, false, err
+	}
+	self := ""
+	if slug := p.opts.Trigger.AppSlug; slug != "" {
+		self = strings.ToLower(slug) + "[bot]"
+	}
+	for _, c := range list {
+		if !botLogin(c.Login, c.UserType) || (self != "" && !strings.EqualFold(c.Login, self)) {
+			continue
+		}
+		if m, ok := ParseTrackingMarker(c.Body); ok && m.RunID == run {
+			return c, true, nil
+		}
+	}
+	return ThreadComment{}, false, nil
 }
 
 // findRun looks for a run on the thread that this delivery (or its
