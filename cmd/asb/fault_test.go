@@ -468,6 +468,24 @@ func TestFaultSIGKILLAtEachStage(t *testing.T) {
 		},
 		runs: 1, turns: 1, told: true,
 	}, {
+		name: "starting, box booted",
+		before: func(r *faultRig) {
+			r.msb.SetKnob(t, "FAKE_MSB_EXEC_DELAY=1500ms") // the box boots, its set-up crawls
+		},
+		trigger: func(r *faultRig) { r.comment("/agent go\n#!asb-script\n" + commitScript) },
+		hold: func(r *faultRig) {
+			waitUntil(t, "a box booted for the run", 60*time.Second, func() bool { return len(r.msb.Boxes()) == 1 })
+			if w, _ := r.session(); !runsAre(1, "starting")(w) {
+				t.Fatalf("run while its box is set up: %+v", w.Runs)
+			}
+		},
+		release: func(r *faultRig) {
+			if err := os.Remove(filepath.Join(r.msb.Home, "fake-knobs.env")); err != nil {
+				t.Fatal(err)
+			}
+		},
+		runs: 1, turns: 1, told: true,
+	}, {
 		name:    "running",
 		trigger: func(r *faultRig) { r.comment("/agent go\n#!asb-script\nemit 10\nsleep 2s\nemit 10\n" + commitScript) },
 		hold: func(r *faultRig) {
