@@ -76,7 +76,9 @@ func newFaultWorldVia(t *testing.T, timeout time.Duration, lose func(*http.Reque
 	}
 	w.proc, err = NewProcessor(ProcessorOptions{
 		Service: w.svc, Deliveries: w.dels, Clients: ghApp.InstallationClient, Pending: w.dels.Pending,
-		Trigger: TriggerConfig{AppSlug: w.srv.AppSlug()}, Tracker: w.tracker, ScanInterval: 50 * time.Millisecond,
+		// No scan during the test: a failed acknowledgement must be
+		// retried on its own, in seconds.
+		Trigger: TriggerConfig{AppSlug: w.srv.AppSlug()}, Tracker: w.tracker, ScanInterval: time.Hour,
 	})
 	if err != nil {
 		t.Fatal(err)

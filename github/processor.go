@@ -192,6 +192,9 @@ type Processor struct {
 	// recent remembers deliveries processed by this process, so a
 	// delivery queued twice (Accept and a scan) is handled once.
 	recent *recentIDs
+	// failures counts transient failures of deliveries still pending,
+	// for the backoff of their early retry (see retryLater).
+	failures map[string]int
 }
 
 var _ EventSink = (*Processor)(nil)
@@ -228,10 +231,11 @@ func NewProcessor(opts ProcessorOptions) (*Processor, error) {
 	opts.Trigger = opts.Trigger.withDefaults()
 	p := &Processor{
 		opts: opts, api: api, svc: opts.Service, log: opts.Logger,
-		queue:  make(chan Delivery, opts.QueueSize),
-		allow:  map[string]bool{},
-		queued: map[string]bool{},
-		recent: newRecentIDs(processorRecent),
+		queue:    make(chan Delivery, opts.QueueSize),
+		allow:    map[string]bool{},
+		queued:   map[string]bool{},
+		recent:   newRecentIDs(processorRecent),
+		failures: map[string]int{},
 	}
 	for _, l := range opts.Allow {
 		if l = strings.TrimSpace(l); l != "" {
@@ -306,6 +310,24 @@ func (p *Processor) remember(id string) {
 	p.mu.Lock()
 	defer p.mu.Unlock()
 	p.recent.add(id)
+	delete(p.failures, id)
+}
+
+// retryLater queues a delivery that failed transiently again after a
+// backoff (1s, doubling, at most ScanInterval), so a passing GitHub
+// hiccup delays the acknowledgement by seconds rather than a whole scan.
+// Beyond processorRecent failing deliveries the scan alone retries them.
+func (p *Processor) retryLater(d Delivery) {
+	p.mu.Lock()
+	n, known := p.failures[d.ID]
+	if !known && len(p.failures) >= processorRecent {
+		p.mu.Unlock()
+		return
+	}
+	p.failures[d.ID] = n + 1
+	p.mu.Unlock()
+	delay := min(time.Second<<min(n, 6), p.opts.ScanInterval)
+	time.AfterFunc(delay, func() { p.enqueue(d) })
 }
 
 // errRetry marks a failure worth retrying: the delivery stays pending.
@@ -337,6 +359,7 @@ func (p *Processor) process(ctx context.Context, d Delivery) {
 	var rt errRetry
 	if errors.As(err, &rt) {
 		p.log.Warn("github delivery failed; will retry", "delivery", clipLog(d.ID), "err", err)
+		p.retryLater(d)
 		return
 	}
 	errText := ""
