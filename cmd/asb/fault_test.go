@@ -109,6 +109,16 @@ func notices(w faultSession) []string {
 	return out
 }
 
+// agentSaid reports whether an agent record contains text.
+func agentSaid(w faultSession, text string) bool {
+	for _, e := range w.Events {
+		if e.Type == "agent" && strings.Contains(string(e.Data), text) {
+			return true
+		}
+	}
+	return false
+}
+
 // hasNotice reports whether a notice contains text.
 func hasNotice(w faultSession, text string) bool {
 	for _, n := range notices(w) {
@@ -524,12 +534,7 @@ func TestFaultSIGKILLAtEachStage(t *testing.T) {
 				t.Fatalf("answer: %d %+v", code, res)
 			}
 			r.waitSession("the agent seeing its secret", 60*time.Second, func(w faultSession) bool {
-				for _, e := range w.Events {
-					if e.Type == "agent" && strings.Contains(string(e.Data), fmt.Sprintf("DB_PASSWORD is set (%d bytes)", len(faultOneStepSecret))) {
-						return true
-					}
-				}
-				return false
+				return agentSaid(w, fmt.Sprintf("DB_PASSWORD is set (%d bytes)", len(faultOneStepSecret)))
 			})
 		},
 		runs: 1, turns: 2,
@@ -785,14 +790,7 @@ func TestFaultMSB(t *testing.T) {
 		r.start()
 		id := r.delegate("#!asb-script\nsay going\nsleep 30s\nsay never")
 		r.waitSession("the agent going", 60*time.Second, func(w faultSession) bool {
-			return runsAre(1, "running")(w) && len(w.Events) > 0 && func() bool {
-				for _, e := range w.Events {
-					if e.Type == "agent" && strings.Contains(string(e.Data), "going") {
-						return true
-					}
-				}
-				return false
-			}()
+			return runsAre(1, "running")(w) && agentSaid(w, "going")
 		})
 		r.msb.SetKnob(t, "FAKE_MSB_CRASH=*")
 		w := r.waitSession("the run failed", 60*time.Second, runsAre(1, "failed"))
