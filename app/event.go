@@ -19,6 +19,10 @@ const (
 	EventRunState       EventType = "run.state"
 	EventRunQuestion    EventType = "run.question"
 	EventRunAnswered    EventType = "run.answered"
+	// EventRunNotice tells whoever watches a run something that is not a
+	// state change: a step failing and being retried, or the controller
+	// picking the run up again after a restart.
+	EventRunNotice EventType = "run.notice"
 	// EventAsk records one co-pilot question and its answer.
 	EventAsk EventType = "ask"
 	// EventAgent carries one record of the agent's own event stream
@@ -51,6 +55,13 @@ type QueuedData struct {
 	Kind     RunKind `json:"kind"`
 	Position int     `json:"position"`
 	Prompt   string  `json:"prompt"`
+}
+
+// NoticeData is the Data of EventRunNotice.
+type NoticeData struct {
+	// State is the run's state when the notice was given.
+	State RunState `json:"state"`
+	Text  string   `json:"text"`
 }
 
 // QuestionData is the Data of EventRunQuestion and EventRunAnswered.

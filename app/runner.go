@@ -43,6 +43,7 @@ func (s *Service) Run(ctx context.Context) error {
 	}
 	for _, r := range live {
 		s.log.Info("re-attaching run", "run", r.ID, "session", r.SessionID, "state", r.State)
+		s.notice(root, r, "the controller restarted and picked this run up again; nothing was lost")
 		s.startWorker(r.ID)
 	}
 	s.kick()
@@ -174,6 +175,9 @@ func (s *Service) loadRun(ctx context.Context, id RunID) (r Run, sess Session, e
 func (s *Service) drive(ctx context.Context, id RunID) {
 	log := s.log.With("run", id)
 	backoff := s.cfg.PollInterval
+	// told is the last failure people were told about, so a step that
+	// keeps failing the same way is reported once, not at every retry.
+	told := ""
 	for ctx.Err() == nil {
 		r, sess, err := s.loadRun(ctx, id)
 		if err != nil {
@@ -191,7 +195,7 @@ func (s *Service) drive(ctx context.Context, id RunID) {
 			return // waiting or ended: nothing to drive
 		}
 		if err == nil {
-			backoff = s.cfg.PollInterval
+			backoff, told = s.cfg.PollInterval, ""
 			continue
 		}
 		if ctx.Err() != nil {
@@ -201,9 +205,15 @@ func (s *Service) drive(ctx context.Context, id RunID) {
 		case ECONFLICT:
 			// Someone else moved the run (cancel, teardown): re-read it.
 			continue
-		case EUNAVAILABLE, EINTERNAL:
-			// Hosts come and go; keep the run and retry with backoff.
+		case EUNAVAILABLE, EINTERNAL, ERATELIMIT:
+			// Hosts come and go and rate limits reset (finish returns a
+			// forge's rate limit for exactly this); keep the run and retry
+			// with backoff.
 			log.Warn("run step failed; retrying", "state", r.State, "err", err, "retry_in", backoff)
+			if msg := oneLine(ErrorMessage(err)); msg != told {
+				told = msg
+				s.notice(ctx, r, fmt.Sprintf("%s; retrying (next try in %s)", msg, backoff))
+			}
 			select {
 			case <-ctx.Done():
 				return
@@ -448,7 +458,10 @@ func (s *Service) finish(ctx context.Context, id RunID) error {
 		to, reason := StateDone, note
 		if failed {
 			to = StateFailed
-			if cur.ExitCode != 0 {
+			switch {
+			case cur.ExitCode == -1:
+				reason = "the agent was stopped before it finished: its box crashed or restarted, or the process was killed"
+			case cur.ExitCode != 0:
 				reason = fmt.Sprintf("the agent exited with code %d", cur.ExitCode)
 			}
 			cur.Error = oneLine(reason)
@@ -472,5 +485,17 @@ func (s *Service) fail(ctx context.Context, id RunID, from RunState, reason stri
 	})
 	if err != nil && !isCtxErr(err) {
 		s.log.Error("mark run failed", "run", id, "err", err)
+	}
+}
+
+// notice stores and publishes an EventRunNotice. It is best effort: a
+// notice that cannot be stored is logged and the run goes on.
+func (s *Service) notice(ctx context.Context, r Run, text string) {
+	err := s.commit(ctx, func(tx Tx, emit func(Event)) error {
+		emit(s.event(r.SessionID, r.ID, EventRunNotice, NoticeData{State: r.State, Text: clip(text, 1000)}))
+		return nil
+	})
+	if err != nil && !isCtxErr(err) {
+		s.log.Warn("store a run notice", "run", r.ID, "err", err)
 	}
 }

@@ -10,6 +10,7 @@ import (
 	"net/url"
 	"strings"
 	"sync"
+	"time"
 
 	"github.com/bradleyfalzon/ghinstallation/v2"
 	gh "github.com/google/go-github/v62/github"
@@ -28,8 +29,15 @@ type AppConfig struct {
 	WebURL string
 	// Transport is the shared round tripper (default http.DefaultTransport).
 	Transport http.RoundTripper
-	Logger    *slog.Logger
+	// RequestTimeout bounds one REST call, installation token included
+	// (default DefaultRequestTimeout): a GitHub that stops answering must
+	// not hold the delivery processor or the tracker forever.
+	RequestTimeout time.Duration
+	Logger         *slog.Logger
 }
+
+// DefaultRequestTimeout bounds one GitHub REST call.
+const DefaultRequestTimeout = 30 * time.Second
 
 // App is asb's GitHub App: an App (JWT) client plus one cached client per
 // installation (go-github keeps rate-limit state per client).
@@ -56,6 +64,9 @@ func NewApp(cfg AppConfig) (*App, error) {
 	}
 	if cfg.Logger == nil {
 		cfg.Logger = slog.New(slog.DiscardHandler)
+	}
+	if cfg.RequestTimeout <= 0 {
+		cfg.RequestTimeout = DefaultRequestTimeout
 	}
 	a := &App{cfg: cfg, log: cfg.Logger, inst: map[int64]*gh.Client{}, repoInst: map[string]int64{}}
 	a.webURL = strings.TrimRight(cfg.WebURL, "/")
@@ -84,7 +95,7 @@ func NewApp(cfg AppConfig) (*App, error) {
 }
 
 func (a *App) newClient(rt http.RoundTripper) (*gh.Client, error) {
-	c := gh.NewClient(&http.Client{Transport: rt})
+	c := gh.NewClient(&http.Client{Transport: rt, Timeout: a.cfg.RequestTimeout})
 	if a.cfg.APIURL == "" {
 		return c, nil
 	}
@@ -287,6 +298,9 @@ func APIError(err error, what string) error {
 	}
 	var ne net.Error
 	var ue *url.Error
+	if errors.As(err, &ne) && ne.Timeout() {
+		return app.WrapError(app.EUNAVAILABLE, err, "%s", msg("timed out"))
+	}
 	if errors.As(err, &ne) || errors.As(err, &ue) {
 		return app.WrapError(app.EUNAVAILABLE, err, "%s", msg("could not be reached"))
 	}

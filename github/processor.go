@@ -197,6 +197,9 @@ type Processor struct {
 	// recent remembers deliveries processed by this process, so a
 	// delivery queued twice (Accept and a scan) is handled once.
 	recent *recentIDs
+	// failures counts transient failures of deliveries still pending,
+	// for the backoff of their early retry (see retryLater).
+	failures map[string]int
 }
 
 var _ EventSink = (*Processor)(nil)
@@ -233,10 +236,11 @@ func NewProcessor(opts ProcessorOptions) (*Processor, error) {
 	opts.Trigger = opts.Trigger.withDefaults()
 	p := &Processor{
 		opts: opts, api: api, svc: opts.Service, log: opts.Logger,
-		queue:  make(chan Delivery, opts.QueueSize),
-		allow:  map[string]bool{},
-		queued: map[string]bool{},
-		recent: newRecentIDs(processorRecent),
+		queue:    make(chan Delivery, opts.QueueSize),
+		allow:    map[string]bool{},
+		queued:   map[string]bool{},
+		recent:   newRecentIDs(processorRecent),
+		failures: map[string]int{},
 	}
 	for _, l := range opts.Allow {
 		if l = strings.TrimSpace(l); l != "" {
@@ -311,6 +315,24 @@ func (p *Processor) remember(id string) {
 	p.mu.Lock()
 	defer p.mu.Unlock()
 	p.recent.add(id)
+	delete(p.failures, id)
+}
+
+// retryLater queues a delivery that failed transiently again after a
+// backoff (1s, doubling, at most ScanInterval), so a passing GitHub
+// hiccup delays the acknowledgement by seconds rather than a whole scan.
+// Beyond processorRecent failing deliveries the scan alone retries them.
+func (p *Processor) retryLater(d Delivery) {
+	p.mu.Lock()
+	n, known := p.failures[d.ID]
+	if !known && len(p.failures) >= processorRecent {
+		p.mu.Unlock()
+		return
+	}
+	p.failures[d.ID] = n + 1
+	p.mu.Unlock()
+	delay := min(time.Second<<min(n, 6), p.opts.ScanInterval)
+	time.AfterFunc(delay, func() { p.enqueue(d) })
 }
 
 // errRetry marks a failure worth retrying: the delivery stays pending.
@@ -342,6 +364,7 @@ func (p *Processor) process(ctx context.Context, d Delivery) {
 	var rt errRetry
 	if errors.As(err, &rt) {
 		p.log.Warn("github delivery failed; will retry", "delivery", clipLog(d.ID), "err", err)
+		p.retryLater(d)
 		return
 	}
 	errText := ""
@@ -623,6 +646,23 @@ func (p *Processor) delegate(ctx context.Context, t Trigger, d Delivery, ask str
 	if run.Origin.TrackingCommentID != 0 {
 		return nil
 	}
+	if found {
+		// An earlier attempt may have posted the comment and lost GitHub's
+		// answer: adopt that comment rather than post a second one.
+		c, ok, err := p.postedTracking(ctx, t, run.ID)
+		if err != nil {
+			return retry(err)
+		}
+		if ok {
+			if err := p.svc.SetTrackingComment(ctx, run.ID, c.ID); err != nil {
+				return retry(err)
+			}
+			if p.opts.Tracker != nil {
+				p.opts.Tracker.Tracked(sess, run.ID, t.InstallationID, c.Body)
+			}
+			return nil
+		}
+	}
 	view, err := p.svc.Session(ctx, sess)
 	if err != nil {
 		return retry(err)
@@ -642,6 +682,29 @@ func (p *Processor) delegate(ctx context.Context, t Trigger, d Delivery, ask str
 		p.opts.Tracker.Tracked(sess, run.ID, t.InstallationID, body)
 	}
 	return nil
+}
+
+// postedTracking finds a tracking comment the App already posted for run
+// on the trigger's thread. Only the App's own bot counts: anyone can write
+// a marker into a comment.
+func (p *Processor) postedTracking(ctx context.Context, t Trigger, run app.RunID) (ThreadComment, bool, error) {
+	list, err := p.api.ListComments(ctx, t.InstallationID, t.Repo, t.Number)
+	if err != nil {
+		return ThreadComment{}, false, err
+	}
+	self := ""
+	if slug := p.opts.Trigger.AppSlug; slug != "" {
+		self = strings.ToLower(slug) + "[bot]"
+	}
+	for _, c := range list {
+		if !botLogin(c.Login, c.UserType) || (self != "" && !strings.EqualFold(c.Login, self)) {
+			continue
+		}
+		if m, ok := ParseTrackingMarker(c.Body); ok && m.RunID == run {
+			return c, true, nil
+		}
+	}
+	return ThreadComment{}, false, nil
 }
 
 // findRun looks for a run on the thread that this delivery (or its

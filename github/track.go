@@ -68,6 +68,9 @@ type RunDigest struct {
 	Result *ResultDigest
 	// Records counts the agent records read.
 	Records int
+	// Notice is the latest run.notice (a retried failure, a restart)
+	// since the run's last state change.
+	Notice string
 }
 
 // maxDigestFiles bounds RunDigest.Files; the comment shows fewer anyway.
@@ -88,6 +91,17 @@ func Digest(events []app.Event) RunDigest {
 	seenTool := map[string]bool{}
 	seenFile := map[string]bool{}
 	for _, e := range events {
+		switch e.Type {
+		case app.EventRunNotice:
+			var n app.NoticeData
+			if json.Unmarshal(e.Data, &n) == nil {
+				d.Notice = n.Text
+			}
+			continue
+		case app.EventRunState:
+			d.Notice = "" // the run moved on: the notice is stale
+			continue
+		}
 		if e.Type != app.EventAgent {
 			continue
 		}
@@ -371,6 +385,7 @@ type trackView struct {
 	Files                   []string
 	FilesMore               int
 	Error, ErrorTitle       string
+	Notice                  string
 	Usage                   string
 	Footer                  string
 }
@@ -443,6 +458,10 @@ func buildTrackView(d TrackingData, b budget, minimal bool) trackView {
 		v.Headline = "Cancelled"
 	default:
 		v.Headline = "asb"
+	}
+
+	if !run.State.Terminal() && strings.TrimSpace(d.Digest.Notice) != "" {
+		v.Notice = escapeInline(Sanitize(d.Digest.Notice), 300)
 	}
 
 	// The task: its first line inline, the whole of it folded away when
@@ -1155,6 +1174,8 @@ var trackingTmpl = template.Must(template.New("tracking").Parse(`{{.Marker}}
 </details>{{end}}
 
 {{.Queue}}
+
+{{if .Notice}}> ⚠️ {{.Notice}}{{end}}
 
 {{if .Question}}#### ❓ The agent has a question
 

@@ -108,7 +108,8 @@ func (s *Store) View(ctx context.Context, fn func(app.Tx) error) error {
 	return fn(&txn{ctx: ctx, q: s.db})
 }
 
-// mapErr turns constraint violations into app errors.
+// mapErr turns constraint violations into app errors, and a lock held
+// by another connection past the busy timeout into a retryable one.
 func mapErr(err error) error {
 	if err == nil {
 		return nil
@@ -118,6 +119,9 @@ func mapErr(err error) error {
 	}
 	var se sqlite3.Error
 	if errors.As(err, &se) {
+		if se.Code == sqlite3.ErrBusy || se.Code == sqlite3.ErrLocked {
+			return app.WrapError(app.EUNAVAILABLE, err, "the database is busy: another connection held its lock past the busy timeout; try again")
+		}
 		switch se.ExtendedCode {
 		case sqlite3.ErrConstraintUnique, sqlite3.ErrConstraintPrimaryKey:
 			return app.WrapError(app.ECONFLICT, err, "already exists")

@@ -303,6 +303,10 @@ func (w *watcher) render(e app.Event) []string {
 		var d app.QuestionData
 		_ = e.Decode(&d)
 		return []string{fmt.Sprintf("↳ answered by %s: %s", sanitize(d.AnsweredBy), sanitize(clipLine(d.Answer, 200)))}
+	case app.EventRunNotice:
+		var d app.NoticeData
+		_ = e.Decode(&d)
+		return []string{"! " + sanitize(clipLine(d.Text, 300))}
 	case app.EventAsk:
 		var d app.AskData
 		_ = e.Decode(&d)
