@@ -106,6 +106,10 @@ func TestGitHubCommentEndToEnd(t *testing.T) {
 	waitUntil(t, "the 👀 reaction and the tracking comment", 30*time.Second, func() bool {
 		return hasReaction(srv.Reactions(c.ID), "eyes") && len(botComments(srv, pr.Number)) == 1
 	})
+	// Its links lead to this controller, on the port it really listens on.
+	if body := botComments(srv, pr.Number)[0].Body; !strings.Contains(body, "http://"+addr+"/s/") {
+		t.Fatalf("the tracking comment does not link to the live view at %s:\n%s", addr, body)
+	}
 	f.waitForCommitAndReport(t)
 	// The same delivery again: nothing new.
 	for i := 0; i < 3; i++ {

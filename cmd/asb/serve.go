@@ -58,6 +58,17 @@ func runServe(ctx context.Context, env *environment, args []string) int {
 		// The path, once; never the token itself.
 		log.Info("generated the operator token: it is your root credential; read it from this file", "path", tokenFile)
 	}
+	// Listening first makes the address known before anything builds a
+	// link from it (tracking comments, the dashboard, the manifest).
+	ln, err := net.Listen("tcp", cfg.Addr)
+	if err != nil {
+		log.Error("cannot listen", "addr", cfg.Addr, "err", err)
+		return 1
+	}
+	defer ln.Close() // Serve closes it too; this covers an early return
+	if strings.HasSuffix(cfg.PublicURL, ":0") {
+		cfg.PublicURL = "http://" + ln.Addr().String() // port chosen by the system
+	}
 
 	hosts, err := openHosts(cfg, log)
 	if err != nil {
@@ -141,14 +152,6 @@ func runServe(ctx context.Context, env *environment, args []string) int {
 		bearer.Verify, asbmcp.HTTPOptions{Logger: log.With("component", "mcp")})
 	// Closed at shutdown so live streams end instead of holding it up.
 	stopStreams := make(chan struct{})
-	ln, err := net.Listen("tcp", cfg.Addr)
-	if err != nil {
-		log.Error("cannot listen", "addr", cfg.Addr, "err", err)
-		return 1
-	}
-	if strings.HasSuffix(cfg.PublicURL, ":0") {
-		cfg.PublicURL = "http://" + ln.Addr().String() // port chosen by the system
-	}
 	setup, err := manifestFlow(cfg, store, keys, log.With("component", "github"))
 	if err != nil {
 		log.Error("cannot set up the GitHub App manifest flow", "err", err)
