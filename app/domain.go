@@ -215,8 +215,10 @@ type Question struct {
 // Host is a machine with msb, reached over SSH or locally.
 type Host struct {
 	// Name is the configured spec ("local" or "ssh://user@host:port").
-	Name     string    `json:"name"`
-	Healthy  bool      `json:"healthy"`
+	Name    string `json:"name"`
+	Healthy bool   `json:"healthy"`
+	// Draining hosts take no new boxes (SANDBOX_DRAIN).
+	Draining bool      `json:"draining,omitempty"`
 	Capacity int       `json:"capacity"`
 	Boxes    int       `json:"boxes"`
 	FreeMiB  int       `json:"free_mib"`

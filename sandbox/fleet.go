@@ -25,6 +25,9 @@ type HostSpec struct {
 	MSBPath   string
 	// MaxBoxes caps session boxes on the host (free pool boxes do not count).
 	MaxBoxes int
+	// Drain keeps new boxes off the host: its sessions go on, its warm
+	// boxes are removed, and it can leave service once they are gone.
+	Drain bool
 }
 
 // BoxDefaults describe the boxes asb boots.
@@ -88,6 +91,7 @@ type host struct {
 	t        Transport
 	msb      *MSB
 	maxBoxes int
+	drain    bool
 
 	mu        sync.Mutex
 	probed    bool
@@ -148,7 +152,7 @@ func NewFleet(cfg FleetConfig) (*Fleet, error) {
 		if max <= 0 {
 			max = 5
 		}
-		f.hosts = append(f.hosts, &host{name: hs.Name, t: hs.Transport, msb: NewMSB(hs.Transport, hs.MSBPath), maxBoxes: max, freeMiB: -1})
+		f.hosts = append(f.hosts, &host{name: hs.Name, t: hs.Transport, msb: NewMSB(hs.Transport, hs.MSBPath), maxBoxes: max, drain: hs.Drain, freeMiB: -1})
 	}
 	return f, nil
 }
@@ -274,7 +278,7 @@ func (f *Fleet) Hosts(ctx context.Context) ([]app.Host, error) {
 			}
 		}
 		h.mu.Lock()
-		out = append(out, app.Host{Name: h.name, Healthy: h.healthy, Capacity: h.maxBoxes, Boxes: n,
+		out = append(out, app.Host{Name: h.name, Healthy: h.healthy, Draining: h.drain, Capacity: h.maxBoxes, Boxes: n,
 			FreeMiB: h.freeMiB, Checked: h.checked, Problem: h.problem})
 		h.mu.Unlock()
 	}
@@ -402,7 +406,7 @@ func (f *Fleet) claim(ctx context.Context, spec app.BoxSpec, egress Egress) (app
 			if b.Role != app.BoxPoolFree || b.Status != "Running" || b.Image != image || b.Egress != key {
 				continue
 			}
-			if h := f.host(b.Host); h == nil || !h.isHealthy() {
+			if h := f.host(b.Host); h == nil || !h.isHealthy() || h.drain {
 				continue
 			}
 			// A box past half its lifetime would leave the session too little.
@@ -431,7 +435,7 @@ func (h *host) isHealthy() bool {
 func (h *host) room(used, memMiB int) int {
 	h.mu.Lock()
 	defer h.mu.Unlock()
-	if !h.healthy {
+	if !h.healthy || h.drain {
 		return 0
 	}
 	r := h.maxBoxes - used
@@ -492,6 +496,8 @@ func (f *Fleet) capacitySummary(used map[string]int) string {
 		state := fmt.Sprintf("%s: %d/%d boxes", h.name, used[h.name], h.maxBoxes)
 		if !h.healthy {
 			state = h.name + ": not answering"
+		} else if h.drain {
+			state += ", draining"
 		} else if h.freeMiB >= 0 {
 			state += fmt.Sprintf(", %d MiB free", h.freeMiB)
 		}
@@ -596,12 +602,17 @@ func (f *Fleet) Remove(ctx context.Context, ref app.BoxRef) error {
 // Concurrent calls do not overshoot: one refill runs per host at a time,
 // and it counts the box rows (booting ones included) before each boot.
 func (f *Fleet) Refill(ctx context.Context) {
+	for _, h := range f.hosts {
+		if h.drain && h.isHealthy() {
+			f.emptyPool(ctx, h)
+		}
+	}
 	if f.cfg.Defaults.PoolSize <= 0 {
 		return
 	}
 	var wg sync.WaitGroup
 	for _, h := range f.hosts {
-		if !h.isHealthy() {
+		if !h.isHealthy() || h.drain {
 			continue
 		}
 		h.mu.Lock()
@@ -623,6 +634,31 @@ func (f *Fleet) Refill(ctx context.Context) {
 		}(h)
 	}
 	wg.Wait()
+}
+
+// emptyPool removes a draining host's free warm boxes. Claims skip
+// draining hosts, so none of them is handed out meanwhile.
+func (f *Fleet) emptyPool(ctx context.Context, h *host) {
+	var free []app.Box
+	if err := f.store.View(ctx, func(tx app.Tx) error {
+		boxes, err := tx.ListBoxes(h.name)
+		for _, b := range boxes {
+			if b.Role == app.BoxPoolFree {
+				free = append(free, b)
+			}
+		}
+		return err
+	}); err != nil {
+		f.log.Warn("list warm boxes of a draining host", "host", h.name, "err", err)
+		return
+	}
+	for _, b := range free {
+		if err := f.Remove(ctx, b.BoxRef); err != nil && app.ErrorCode(err) != app.ENOTFOUND {
+			f.log.Warn("remove a warm box of a draining host", "box", b.Name, "host", h.name, "err", err)
+			continue
+		}
+		f.log.Info("removed a warm box of a draining host", "box", b.Name, "host", h.name)
+	}
 }
 
 func (f *Fleet) refillHost(ctx context.Context, h *host) {

@@ -387,3 +387,78 @@ func countRole(bs []app.Box, role app.BoxRole) int {
 	}
 	return n
 }
+
+// TestDrainingHostTakesNoNewBoxes: a host in SANDBOX_DRAIN keeps its
+// sessions' boxes but gets no new ones, cold or warm, and its free warm
+// boxes are removed, so it can leave service once its sessions end.
+func TestDrainingHostTakesNoNewBoxes(t *testing.T) {
+	h1, h2 := msbtest.New(t, "node"), msbtest.New(t, "node")
+	store := apptest.NewMemStore()
+	d := defaults()
+	d.PoolSize = 2
+	f := newFleet(t, store, d, fleetHost{"h1", h1, 10}, fleetHost{"h2", h2, 10})
+	f.Probe(bg)
+	f.Refill(bg)
+	addSession(t, store, "ses_old")
+	old, err := f.EnsureBox(bg, app.BoxSpec{Session: "ses_old"})
+	if err != nil {
+		t.Fatal(err)
+	}
+
+	specs := []sandbox.HostSpec{
+		{Name: "h1", Transport: sandbox.NewLocalTransport(nil), MSBPath: h1.Path, MaxBoxes: 10},
+		{Name: "h2", Transport: sandbox.NewLocalTransport(nil), MSBPath: h2.Path, MaxBoxes: 10},
+	}
+	drainHost, drainFake, keepFake := old.Host, h1, h2
+	if drainHost == "h2" {
+		drainFake, keepFake = h2, h1
+	}
+	for i := range specs {
+		specs[i].Drain = specs[i].Name == drainHost
+	}
+	drained, err := sandbox.NewFleet(sandbox.FleetConfig{Hosts: specs, Defaults: d, Store: store})
+	if err != nil {
+		t.Fatal(err)
+	}
+	drained.Probe(bg)
+	drained.Refill(bg)
+	for _, b := range rows(t, store) {
+		if b.Host == drainHost && b.Role == app.BoxPoolFree {
+			t.Fatalf("a warm box stays on the draining host: %+v", b)
+		}
+	}
+	// The session already there keeps its box.
+	if again, err := drained.EnsureBox(bg, app.BoxSpec{Session: "ses_old"}); err != nil || again != old {
+		t.Fatalf("the draining host's session lost its box: %+v %v", again, err)
+	}
+	if got := drainFake.Boxes(); len(got) != 1 {
+		t.Fatalf("draining host has %d boxes, want only the session's: %v", len(got), got)
+	}
+	for i := 0; i < 4; i++ {
+		id := app.SessionID(fmt.Sprintf("ses_new%d", i))
+		addSession(t, store, id)
+		box, err := drained.EnsureBox(bg, app.BoxSpec{Session: id})
+		if err != nil || box.Host == drainHost {
+			t.Fatalf("new session %d placed on %+v (%v)", i, box, err)
+		}
+	}
+	if n := len(keepFake.Boxes()); n < 4 {
+		t.Fatalf("the other host has %d boxes", n)
+	}
+	hosts, _ := drained.Hosts(bg)
+	for _, h := range hosts {
+		if h.Draining != (h.Name == drainHost) {
+			t.Fatalf("host %s reported draining=%v", h.Name, h.Draining)
+		}
+	}
+	// With only a draining host, the refusal says why.
+	specs[0].Drain = true
+	only, err := sandbox.NewFleet(sandbox.FleetConfig{Hosts: specs[:1], Defaults: sandbox.BoxDefaults{Image: "node"}, Store: apptest.NewMemStore()})
+	if err != nil {
+		t.Fatal(err)
+	}
+	only.Probe(bg)
+	if _, err := only.EnsureBox(bg, app.BoxSpec{Session: "ses_x"}); app.ErrorCode(err) != app.EUNAVAILABLE || !strings.Contains(err.Error(), "draining") {
+		t.Fatalf("only a draining host: %v", err)
+	}
+}

@@ -9,6 +9,7 @@ import (
 	"os"
 	"path/filepath"
 	"runtime"
+	"slices"
 	"strings"
 	"time"
 
@@ -89,7 +90,8 @@ func egress(cfg *config.Config) sandbox.Egress {
 func newFleet(cfg *config.Config, store app.Store, hosts []host, log *slog.Logger) (*sandbox.Fleet, error) {
 	specs := make([]sandbox.HostSpec, 0, len(hosts))
 	for _, h := range hosts {
-		specs = append(specs, sandbox.HostSpec{Name: h.spec.String(), Transport: h.transport, MSBPath: cfg.Sandbox.MSBPath, MaxBoxes: cfg.Sandbox.MaxBoxes})
+		specs = append(specs, sandbox.HostSpec{Name: h.spec.String(), Transport: h.transport, MSBPath: cfg.Sandbox.MSBPath,
+			MaxBoxes: cfg.Sandbox.MaxBoxes, Drain: slices.Contains(cfg.Sandbox.Drain, h.spec.String())})
 	}
 	return sandbox.NewFleet(sandbox.FleetConfig{
 		Hosts: specs, Store: store, Logger: log,
@@ -172,6 +174,27 @@ func fleetCheck(f *sandbox.Fleet) func(ctx context.Context) error {
 			problems = append(problems, fmt.Sprintf("%s: %s", h.Name, p))
 		}
 		return fmt.Errorf("no sandbox host answers: %s", strings.Join(problems, "; "))
+	}
+}
+
+// drainCheck reports, on /readyz, each draining host and how many
+// session boxes it still holds; at 0 it can leave service.
+func drainCheck(f *sandbox.Fleet) func(ctx context.Context) error {
+	return func(ctx context.Context) error {
+		hs, err := f.Hosts(ctx)
+		if err != nil {
+			return err
+		}
+		var draining []string
+		for _, h := range hs {
+			if h.Draining {
+				draining = append(draining, fmt.Sprintf("%s: %d session boxes left", h.Name, h.Boxes))
+			}
+		}
+		if len(draining) == 0 {
+			return nil
+		}
+		return fmt.Errorf("draining (SANDBOX_DRAIN) %s", strings.Join(draining, "; "))
 	}
 }
 

@@ -245,6 +245,22 @@ func TestServeRunsTheFleet(t *testing.T) {
 	if out, _, _ := fake.Run("ls", "--running", "-q"); strings.TrimSpace(out) == "" {
 		t.Fatal("shutdown stopped the boxes")
 	}
+	// Draining the host: its warm box goes, none comes back, and /readyz
+	// says how many session boxes are left there.
+	env.environ = append(env.environ, "SANDBOX_DRAIN=local")
+	addr, stop = startServe(t, env)
+	defer stop()
+	deadline = time.Now().Add(60 * time.Second)
+	for {
+		code, body := httpGet(t, "http://"+addr+"/readyz")
+		if code == 200 && len(fake.Boxes()) == 0 && strings.Contains(body, "local: 0 session boxes left") {
+			break
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("draining: %d %s boxes=%v\n%s", code, body, fake.Boxes(), logs)
+		}
+		time.Sleep(20 * time.Millisecond)
+	}
 }
 
 func TestBake(t *testing.T) {

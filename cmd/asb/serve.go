@@ -81,6 +81,7 @@ func runServe(ctx context.Context, env *environment, args []string) int {
 	hostsReady := func(context.Context) error {
 		return errors.New("no sandbox host configured: set SANDBOX_HOSTS=local or ssh://user@host (see docs/configuration.md)")
 	}
+	hostsDraining := func(context.Context) error { return nil }
 	var fleet *sandbox.Fleet
 	if len(hosts) > 0 {
 		fleet, err = newFleet(cfg, store, hosts, log.With("component", "sandbox"))
@@ -88,7 +89,7 @@ func runServe(ctx context.Context, env *environment, args []string) int {
 			log.Error("cannot set up sandbox hosts", "err", err)
 			return 1
 		}
-		hostsReady = fleetCheck(fleet)
+		hostsReady, hostsDraining = fleetCheck(fleet), drainCheck(fleet)
 	}
 	var storedApp *app.GitHubAppCredentials
 	if cfg.GitHub.AppID == 0 {
@@ -163,6 +164,7 @@ func runServe(ctx context.Context, env *environment, args []string) int {
 		Checks: []web.Check{
 			{Name: "database", Required: true, Err: store.Ping},
 			{Name: "sandbox_hosts", Required: true, Err: hostsReady},
+			{Name: "sandbox_drain", Err: hostsDraining},
 			{Name: "github_app", Err: func(context.Context) error {
 				if ghs.app == nil {
 					return errors.New("no GitHub App configured: open /setup to create one on GitHub, or set GITHUB_APP_ID and GITHUB_APP_PRIVATE_KEY_FILE (see docs/github-app.md)")

@@ -49,7 +49,9 @@ type Config struct {
 
 // SandboxConfig configures the msb hosts and the boxes on them.
 type SandboxConfig struct {
-	Hosts         []Host
+	Hosts []Host
+	// Drain lists hosts (canonical names) that take no new boxes.
+	Drain         []string
 	SSHKeyFile    string
 	SSHKnownHosts string
 	MSBPath       string
@@ -481,6 +483,7 @@ func (l *loader) loadAuth(c *Config) {
 func (l *loader) loadSandbox(c *Config) {
 	s := &c.Sandbox
 	s.Hosts = l.hosts()
+	s.Drain = l.drain(s.Hosts)
 	s.SSHKeyFile = l.path("SSH_KEY_FILE", def("SSH_KEY_FILE"))
 	s.SSHKnownHosts = l.path("SSH_KNOWN_HOSTS", def("SSH_KNOWN_HOSTS"))
 
@@ -559,6 +562,34 @@ func (l *loader) hosts() []Host {
 		hosts = append(hosts, h)
 	}
 	return hosts
+}
+
+// drain reads SANDBOX_DRAIN: configured hosts, each at most once.
+func (l *loader) drain(hosts []Host) []string {
+	list := l.get("SANDBOX_DRAIN")
+	if list == "" {
+		return nil
+	}
+	known := make(map[string]bool, len(hosts))
+	for _, h := range hosts {
+		known[h.String()] = true
+	}
+	var out []string
+	for _, e := range strings.FieldsFunc(list, func(r rune) bool { return r == ',' || r == ' ' || r == '\t' }) {
+		h, err := parseHost(e, false)
+		if err != nil {
+			l.failEntry("SANDBOX_DRAIN", e, err)
+			continue
+		}
+		if !known[h.String()] {
+			l.failEntry("SANDBOX_DRAIN", e, want("want a host listed in SANDBOX_HOSTS"))
+			continue
+		}
+		if !slices.Contains(out, h.String()) {
+			out = append(out, h.String())
+		}
+	}
+	return out
 }
 
 func (l *loader) loadAgent(c *Config) {

@@ -56,6 +56,8 @@ var vars = []Var{
 	// Sandbox hosts
 	{Name: "SANDBOX_HOSTS", Section: SectionSandbox,
 		Description: "Comma-separated hosts that run `msb`: `local` and/or `ssh://user@host[:port]` (port 22 by default). Unset: `VPS_SSH`, else no host (asb starts but cannot run boxes)."},
+	{Name: "SANDBOX_DRAIN", Section: SectionSandbox,
+		Description: "Hosts of `SANDBOX_HOSTS` that take no new boxes (spelled as there): their sessions go on, their warm boxes are removed; when their last session ends they can be taken out of service."},
 	{Name: "VPS_SSH", Section: SectionSandbox,
 		Description: "The first version's single host: `user@host[:port]` or `ssh://user@host[:port]`. Read only when `SANDBOX_HOSTS` is unset. SSH config aliases are not supported."},
 	{Name: "SSH_KEY_FILE", Section: SectionSandbox, Default: "~/.ssh/id_ed25519",
