@@ -1,6 +1,7 @@
 package app_test
 
 import (
+	"bytes"
 	"context"
 	"fmt"
 	"strings"
@@ -10,6 +11,7 @@ import (
 
 	"github.com/asb-dev/asb/app"
 	"github.com/asb-dev/asb/app/apptest"
+	"github.com/asb-dev/asb/app/seal"
 )
 
 type acctHarness struct {
@@ -448,5 +450,38 @@ func TestSignInWithGitHubLinksCreatesOrRefuses(t *testing.T) {
 	again, err := h.svc.SignInWithGitHub(ctx, "gho_zed", "")
 	if err != nil || again.Account != a.Account {
 		t.Fatalf("second GitHub sign-in = %+v %v (want the same account)", again, err)
+	}
+}
+
+// A GitHub sign-in keeps its token as the account's GitHub identity:
+// probed, sealed, listed for that account only.
+func TestGitHubSignInKeepsTheTokenAsTheIdentity(t *testing.T) {
+	prober := apptest.NewFakeProber()
+	prober.Add("gho_ann_signin_token", app.GitHubIdentity{Login: "ann-gh", Orgs: []string{"acme"}})
+	keys, err := seal.New(bytes.Repeat([]byte{9}, seal.KeySize))
+	if err != nil {
+		t.Fatal(err)
+	}
+	store := apptest.NewMemStore()
+	svc := app.NewService(app.Deps{Store: store, Sandbox: apptest.NewFakeSandbox(), Passwords: &apptest.FakeHasher{},
+		GitHub: prober, Secrets: keys}, app.Config{Accounts: app.AccountPolicy{SignupOpen: true}})
+	a, err := svc.SignInWithGitHub(context.Background(), "gho_ann_signin_token", "10.0.0.1")
+	if err != nil {
+		t.Fatal(err)
+	}
+	accts, err := svc.GitHubAccounts(app.WithActor(context.Background(), a))
+	if err != nil || len(accts) != 1 || accts[0].Login != "ann-gh" || accts[0].Owner != a.Account {
+		t.Fatalf("after sign-in: %+v %v", accts, err)
+	}
+	tok, ok, err := svc.GitHubToken(app.WithActor(context.Background(), a), "ann-gh")
+	if err != nil || !ok || tok != "gho_ann_signin_token" {
+		t.Fatalf("the stored token does not open: ok %v err %v", ok, err)
+	}
+	_, bob, err := svc.SignUp(context.Background(), app.NewAccount{Username: "bob", Password: "long enough pw"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if mine, _ := svc.GitHubAccounts(app.WithActor(context.Background(), bob)); len(mine) != 0 {
+		t.Fatalf("another user sees the identity: %+v", mine)
 	}
 }

@@ -41,7 +41,16 @@ func (s *Service) SignInWithGitHub(ctx context.Context, token, client string) (A
 		}
 	}
 	s.audit(ctx, AuditEntry{At: s.clock.Now(), Actor: acct.Username, Action: "signin.github", Target: id.Login, Detail: clip(client, 64)})
-	return actorOf(acct), nil
+	actor := actorOf(acct)
+	// The sign-in's user-to-server token becomes the account's GitHub
+	// identity (sealed, like a token added by hand), so its pushes and
+	// events feed need no second step. Failing that only costs that.
+	if s.sealer != nil {
+		if _, err := s.AddGitHubToken(WithActor(ctx, actor), token); err != nil {
+			s.log.Warn("could not keep the GitHub sign-in's token as the account's GitHub identity", "login", id.Login, "err", ErrorMessage(err))
+		}
+	}
+	return actor, nil
 }
 
 // newGitHubAccount creates an account for a GitHub login, named after it
