@@ -663,6 +663,9 @@ func changes(run app.Run, repo, web string, b budget) []string {
 		}
 		out = append(out, s)
 	}
+	if who := pushedAs(res.PushedAs, web); who != "" {
+		out = append(out, "**Pushed as:** "+who)
+	}
 	if pr := strings.TrimSpace(res.PullRequestURL); pr != "" {
 		if safeURL(pr) {
 			out = append(out, "**Pull request:** "+pr)
@@ -1217,3 +1220,21 @@ var trackingTmpl = template.Must(template.New("tracking").Parse(`{{.Marker}}
 ---
 <sub>{{.Footer}}</sub>
 `))
+
+// pushedAs names whose credentials pushed: the App, or the people whose
+// stored tokens did (linked, not @-mentioned: an edit must not ping).
+func pushedAs(list, web string) string {
+	var names []string
+	for _, who := range strings.Split(list, ",") {
+		switch who = strings.TrimSpace(who); {
+		case who == "":
+		case who == "app":
+			names = append(names, "the GitHub App")
+		case app.ValidLogin(who):
+			names = append(names, "["+who+"]("+web+"/"+who+")")
+		default:
+			names = append(names, codeSpan(clip(who, 40)))
+		}
+	}
+	return strings.Join(names, ", ")
+}

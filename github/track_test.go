@@ -174,6 +174,7 @@ func trackingCases() map[string]TrackingData {
 			Branch:       "fix/retry-flake",
 			Commits:      []string{"4f2a9c1e8b7d6a5f4e3d2c1b0a9f8e7d6c5b4a39", "0123456789abcdef0123456789abcdef01234567"},
 			FilesChanged: 2,
+			PushedAs:     "octocat",
 		}
 	})
 	done.Digest = Digest(doneEvents)
@@ -210,7 +211,8 @@ func trackingCases() map[string]TrackingData {
 		r.Summary = hostile
 		r.FinishedAt = r.StartedAt.Add(time.Minute)
 		r.Error = ""
-		r.Result = app.PublishResult{Branch: "-x`](javascript:alert(1))", Commits: []string{"not-a-sha <b>", "abc"}, PullRequestURL: "javascript:alert(1)//)"}
+		r.Result = app.PublishResult{Branch: "-x`](javascript:alert(1))", Commits: []string{"not-a-sha <b>", "abc"}, PullRequestURL: "javascript:alert(1)//)",
+			PushedAs: "app,](javascript:alert(2)),@everyone"}
 	})
 	hostileDone.PublicURL = "javascript:alert(1)"
 	hostileFailed := scenario(app.StateFailed, func(r *app.Run) {
