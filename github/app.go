@@ -52,6 +52,10 @@ type App struct {
 	mu       sync.Mutex
 	inst     map[int64]*gh.Client
 	repoInst map[string]int64
+	// noInst remembers, for a short while, repositories the App is not
+	// installed on: with personal tokens, the tracker and forge ask for
+	// every edit and push, and each answer would be the same 404.
+	noInst map[string]time.Time
 }
 
 // NewApp builds the App from its id and private key.
@@ -68,7 +72,7 @@ func NewApp(cfg AppConfig) (*App, error) {
 	if cfg.RequestTimeout <= 0 {
 		cfg.RequestTimeout = DefaultRequestTimeout
 	}
-	a := &App{cfg: cfg, log: cfg.Logger, inst: map[int64]*gh.Client{}, repoInst: map[string]int64{}}
+	a := &App{cfg: cfg, log: cfg.Logger, inst: map[int64]*gh.Client{}, repoInst: map[string]int64{}, noInst: map[string]time.Time{}}
 	a.webURL = strings.TrimRight(cfg.WebURL, "/")
 	if a.webURL == "" {
 		a.webURL = "https://github.com"
@@ -141,17 +145,28 @@ func (a *App) InstallationFor(ctx context.Context, repo string) (int64, error) {
 	key := strings.ToLower(owner + "/" + name)
 	a.mu.Lock()
 	id, ok := a.repoInst[key]
+	missing, known := a.noInst[key]
 	a.mu.Unlock()
 	if ok {
 		return id, nil
 	}
+	if known && time.Since(missing) < notInstalledTTL {
+		return 0, app.Errorf(app.ENOTFOUND, "the GitHub App is not installed on %s", repo)
+	}
 	in, _, err := a.appClient.Apps.FindRepositoryInstallation(ctx, owner, name)
 	if err != nil {
-		return 0, APIError(err, "find the App installation of "+repo)
+		err = APIError(err, "find the App installation of "+repo)
+		if app.ErrorCode(err) == app.ENOTFOUND {
+			a.mu.Lock()
+			a.noInst[key] = time.Now()
+			a.mu.Unlock()
+		}
+		return 0, err
 	}
 	id = in.GetID()
 	a.mu.Lock()
 	a.repoInst[key] = id
+	delete(a.noInst, key)
 	a.mu.Unlock()
 	return id, nil
 }
@@ -161,8 +176,13 @@ func (a *App) InstallationFor(ctx context.Context, repo string) (int64, error) {
 func (a *App) ForgetInstallation(repo string) {
 	a.mu.Lock()
 	delete(a.repoInst, strings.ToLower(repo))
+	delete(a.noInst, strings.ToLower(repo))
 	a.mu.Unlock()
 }
+
+// notInstalledTTL is how long "not installed" is believed: installing the
+// App on a repository takes effect for asb within this time.
+const notInstalledTTL = 2 * time.Minute
 
 // RepoToken mints a fresh installation token scoped to repo alone with
 // contents read (or write) permission, for git over HTTPS. The token

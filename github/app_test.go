@@ -77,6 +77,15 @@ func TestAppInstallationAndPermission(t *testing.T) {
 	if _, err := fx.app.InstallationFor(ctx, "nobody/none"); app.ErrorCode(err) != app.ENOTFOUND {
 		t.Fatalf("unknown repo: %v", err)
 	}
+	// "Not installed" is remembered for a while: asking again costs no request.
+	n = len(fx.srv.Requests(nil))
+	if _, err := fx.app.InstallationFor(ctx, "Nobody/None"); app.ErrorCode(err) != app.ENOTFOUND || len(fx.srv.Requests(nil)) != n {
+		t.Fatalf("a repository without the App was asked about again: %v, %d requests", err, len(fx.srv.Requests(nil))-n)
+	}
+	fx.app.ForgetInstallation("nobody/none")
+	if _, err := fx.app.InstallationFor(ctx, "nobody/none"); app.ErrorCode(err) != app.ENOTFOUND || len(fx.srv.Requests(nil)) != n+1 {
+		t.Fatalf("after ForgetInstallation: %v, %d requests", err, len(fx.srv.Requests(nil))-n)
+	}
 	if _, err := fx.app.InstallationFor(ctx, "bad"); app.ErrorCode(err) != app.EINVALID {
 		t.Fatalf("bad repo: %v", err)
 	}
