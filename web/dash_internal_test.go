@@ -224,6 +224,7 @@ func TestAgentRecordsRenderReadably(t *testing.T) {
 		{ev(app.EventRunQuestion, `{"text":"which?"}`), "question", "which?"},
 		{ev(app.EventRunState, `{"from":"running","to":"failed","reason":"boom"}`), "state", "boom"},
 		{ev(app.EventRunQueued, `{"kind":"followup","position":2,"prompt":"more"}`), "queued", "position 2"},
+		{ev(app.EventRunNotice, `{"state":"starting","text":"the box did not boot; retrying in 30s"}`), "state", "notice the box did not boot"},
 	}
 	for _, c := range cases {
 		items := eventItems(c.e)

@@ -92,6 +92,10 @@ func renderEvent(e app.Event) []eventItem {
 			label += " from " + q.AnsweredBy
 		}
 		return []eventItem{item("answer", label, q.Answer)}
+	case app.EventRunNotice:
+		var n app.NoticeData
+		_ = e.Decode(&n)
+		return []eventItem{item("state", "notice", n.Text)}
 	case app.EventAsk:
 		return nil // shown in the ask panel
 	case app.EventSessionCreated, app.EventSessionUpdated, app.EventSessionClosed:
