@@ -714,7 +714,7 @@ func (c *Config) Unconfigured() []string {
 		out = append(out, "No known_hosts file: HOME is not set, so set SSH_KNOWN_HOSTS; SSH hosts are refused until their keys can be verified.")
 	}
 	if c.GitHub.AppID == 0 {
-		out = append(out, "No GitHub App: set GITHUB_APP_ID and GITHUB_APP_PRIVATE_KEY_FILE (app-manifest.yml lists the permissions and events the App needs).")
+		out = append(out, "No GitHub App: open /setup on the dashboard to create one with a click, or set GITHUB_APP_ID and GITHUB_APP_PRIVATE_KEY_FILE (app-manifest.yml lists the permissions and events the App needs).")
 	}
 	if !c.GitHub.WebhookSecret.IsSet() {
 		if c.GitHub.PollInterval > 0 {
