@@ -28,8 +28,8 @@ type memState struct {
 	secrets   map[string][]byte
 	audit     []app.AuditEntry
 	boxes     map[app.BoxRef]app.Box
-	accounts  map[string]memAccount
-	mcps      map[string]memMCP
+	accounts  map[string]memSealed[app.GitHubAccount]
+	mcps      map[string]memSealed[app.MCPServer]
 	users     map[app.AccountID]app.Account
 	keys      map[string]memKey
 	devices   map[string]memDevice
@@ -62,8 +62,8 @@ func NewMemStore() *MemStore {
 		runs:     map[app.RunID]app.Run{},
 		secrets:  map[string][]byte{},
 		boxes:    map[app.BoxRef]app.Box{},
-		accounts: map[string]memAccount{},
-		mcps:     map[string]memMCP{},
+		accounts: map[string]memSealed[app.GitHubAccount]{},
+		mcps:     map[string]memSealed[app.MCPServer]{},
 		users: map[app.AccountID]app.Account{app.OperatorAccount: {
 			ID: app.OperatorAccount, Username: "operator", Admin: true}},
 		keys:    map[string]memKey{},
