@@ -31,8 +31,8 @@ type memState struct {
 	accounts  map[string]memSealed[app.GitHubAccount]
 	mcps      map[string]memSealed[app.MCPServer]
 	users     map[app.AccountID]app.Account
-	keys      map[string]memKey
-	devices   map[string]memDevice
+	keys      map[string]memDigested[app.APIKey]
+	devices   map[string]memDigested[app.Device]
 	nextEvent int64
 	nextQ     int64
 	nextAudit int64
@@ -66,8 +66,8 @@ func NewMemStore() *MemStore {
 		mcps:     map[string]memSealed[app.MCPServer]{},
 		users: map[app.AccountID]app.Account{app.OperatorAccount: {
 			ID: app.OperatorAccount, Username: "operator", Admin: true}},
-		keys:    map[string]memKey{},
-		devices: map[string]memDevice{},
+		keys:    map[string]memDigested[app.APIKey]{},
+		devices: map[string]memDigested[app.Device]{},
 	}}
 }
 
