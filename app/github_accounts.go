@@ -102,45 +102,18 @@ func cleanNames(in []string, n int) []string {
 // GitHubAccounts lists the caller's stored GitHub accounts (every
 // owner's for the operator and admins), by login.
 func (s *Service) GitHubAccounts(ctx context.Context) ([]GitHubAccount, error) {
-	a, err := s.actor(ctx)
-	if err != nil {
-		return nil, err
-	}
-	owner := a.Account
-	if a.Operator || a.Admin {
-		owner = ""
-	}
-	var out []GitHubAccount
-	err = s.store.View(ctx, func(tx Tx) error {
-		out, err = tx.ListGitHubAccounts(owner)
-		return err
-	})
-	return out, err
+	return listOwned(ctx, s, Tx.ListGitHubAccounts)
 }
 
 // RemoveGitHubAccount forgets a stored account and its token. Accounts the
 // caller may not see are ENOTFOUND.
 func (s *Service) RemoveGitHubAccount(ctx context.Context, id string) error {
-	a, err := s.actor(ctx)
-	if err != nil {
-		return err
-	}
-	if !validID(id, "gha_") {
-		return Errorf(EINVALID, "account id must look like gha_ followed by lowercase letters or digits")
-	}
-	return s.store.Tx(ctx, func(tx Tx) error {
-		acct, _, err := tx.GetGitHubAccount(id)
-		if err != nil {
-			return err
-		}
-		if !a.sees(acct.Owner) {
-			return Errorf(ENOTFOUND, "GitHub account %s not found", id)
-		}
-		if err := tx.DeleteGitHubAccount(id); err != nil {
-			return err
-		}
-		return tx.AppendAudit(AuditEntry{At: s.clock.Now(), Actor: a.Name, Action: "github.account.remove", Target: id, Detail: "login=" + acct.Login})
-	})
+	return s.removeOwned(ctx, ownedKind{prefix: "gha_", noun: "GitHub account", action: "github.account.remove",
+		badID: "account id must look like gha_ followed by lowercase letters or digits"}, id,
+		func(tx Tx, id string) (AccountID, string, error) {
+			acct, _, err := tx.GetGitHubAccount(id)
+			return acct.Owner, "login=" + acct.Login, err
+		}, Tx.DeleteGitHubAccount)
 }
 
 // CheckGitHubAccess reports whether the caller's stored account id can
@@ -203,11 +176,7 @@ func (s *Service) GitHubToken(ctx context.Context, login string) (string, bool, 
 	if !ValidLogin(login) {
 		return "", false, nil
 	}
-	owner := a.Account
-	if a.Operator || a.Admin {
-		owner = ""
-	}
-	acct, sealed, ok, err := s.accountByLogin(ctx, owner, login)
+	acct, sealed, ok, err := s.accountByLogin(ctx, a.listOwner(), login)
 	if err != nil || !ok {
 		return "", false, err
 	}

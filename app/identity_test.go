@@ -43,7 +43,9 @@ func as(account app.AccountID) context.Context {
 	return app.WithActor(context.Background(), app.Actor{Account: account, Name: string(account)})
 }
 
-// dump is everything the store holds that a reader of the database could see.
+// dump is everything the store holds that a reader of the database could
+// see: the GitHub accounts and MCP servers with their sealed bytes, and the
+// audit trail.
 func (h *idHarness) dump(t *testing.T) []byte {
 	t.Helper()
 	var all []byte
@@ -58,6 +60,18 @@ func (h *idHarness) dump(t *testing.T) []byte {
 				return err
 			}
 			b, _ := json.Marshal(a)
+			all = append(append(all, b...), sealed...)
+		}
+		servers, err := tx.ListMCPServers("")
+		if err != nil {
+			return err
+		}
+		for _, m := range servers {
+			_, sealed, err := tx.GetMCPServer(m.ID)
+			if err != nil {
+				return err
+			}
+			b, _ := json.Marshal(m)
 			all = append(append(all, b...), sealed...)
 		}
 		audit, err := tx.ListAudit(100)

@@ -176,45 +176,18 @@ func (s *Service) AddMCPServer(ctx context.Context, in MCPServerInput) (MCPServe
 // MCPServers lists the caller's MCP servers (every owner's for the
 // operator and admins), by name.
 func (s *Service) MCPServers(ctx context.Context) ([]MCPServer, error) {
-	a, err := s.actor(ctx)
-	if err != nil {
-		return nil, err
-	}
-	owner := a.Account
-	if a.Operator || a.Admin {
-		owner = ""
-	}
-	var out []MCPServer
-	err = s.store.View(ctx, func(tx Tx) error {
-		out, err = tx.ListMCPServers(owner)
-		return err
-	})
-	return out, err
+	return listOwned(ctx, s, Tx.ListMCPServers)
 }
 
 // RemoveMCPServer forgets an MCP server and its headers. Servers the
 // caller may not see are ENOTFOUND.
 func (s *Service) RemoveMCPServer(ctx context.Context, id string) error {
-	a, err := s.actor(ctx)
-	if err != nil {
-		return err
-	}
-	if !validID(id, "mcp_") {
-		return Errorf(EINVALID, "MCP server id must look like mcp_ followed by lowercase letters or digits")
-	}
-	return s.store.Tx(ctx, func(tx Tx) error {
-		m, _, err := tx.GetMCPServer(id)
-		if err != nil {
-			return err
-		}
-		if !a.sees(m.Owner) {
-			return Errorf(ENOTFOUND, "MCP server %s not found", id)
-		}
-		if err := tx.DeleteMCPServer(id); err != nil {
-			return err
-		}
-		return tx.AppendAudit(AuditEntry{At: s.clock.Now(), Actor: a.Name, Action: "mcp.server.remove", Target: id, Detail: "name=" + m.Name})
-	})
+	return s.removeOwned(ctx, ownedKind{prefix: "mcp_", noun: "MCP server", action: "mcp.server.remove",
+		badID: "MCP server id must look like mcp_ followed by lowercase letters or digits"}, id,
+		func(tx Tx, id string) (AccountID, string, error) {
+			m, _, err := tx.GetMCPServer(id)
+			return m.Owner, "name=" + m.Name, err
+		}, Tx.DeleteMCPServer)
 }
 
 // boxMCPServers opens the MCP servers owner stored, for a launch in one of

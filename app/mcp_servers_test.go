@@ -3,7 +3,6 @@ package app_test
 import (
 	"bytes"
 	"context"
-	"encoding/json"
 	"fmt"
 	"strings"
 	"testing"
@@ -54,33 +53,6 @@ func TestCheckMCPServer(t *testing.T) {
 	}
 }
 
-func (h *idHarness) mcpDump(t *testing.T) []byte {
-	t.Helper()
-	var all []byte
-	err := h.store.View(context.Background(), func(tx app.Tx) error {
-		list, err := tx.ListMCPServers("")
-		if err != nil {
-			return err
-		}
-		for _, m := range list {
-			_, sealed, err := tx.GetMCPServer(m.ID)
-			if err != nil {
-				return err
-			}
-			b, _ := json.Marshal(m)
-			all = append(append(all, b...), sealed...)
-		}
-		audit, err := tx.ListAudit(100)
-		b, _ := json.Marshal(audit)
-		all = append(all, b...)
-		return err
-	})
-	if err != nil {
-		t.Fatal(err)
-	}
-	return all
-}
-
 func TestMCPServersAreSealedAndOwnerScoped(t *testing.T) {
 	h := newIDHarness(t)
 	m, err := h.svc.AddMCPServer(as("acc_a"), app.MCPServerInput{Name: "docs", URL: "https://docs.example.com/mcp",
@@ -91,7 +63,7 @@ func TestMCPServersAreSealedAndOwnerScoped(t *testing.T) {
 	if !strings.HasPrefix(m.ID, "mcp_") || m.Owner != "acc_a" || strings.Join(m.HeaderNames, ",") != "Authorization,X-Team" {
 		t.Fatalf("added = %+v", m)
 	}
-	if bytes.Contains(h.mcpDump(t), []byte("mcp-secret")) {
+	if bytes.Contains(h.dump(t), []byte("mcp-secret")) {
 		t.Fatal("a header value is stored in clear")
 	}
 	if _, err := h.svc.AddMCPServer(as("acc_b"), app.MCPServerInput{Name: "docs", URL: "https://b.example.com/mcp"}); err != nil {
@@ -203,20 +175,7 @@ func TestRunsGetTheirOwnersMCPServers(t *testing.T) {
 	if _, err := svc.AddMCPServer(as("acc_other"), app.MCPServerInput{Name: "theirs", URL: "https://theirs.example.com/mcp"}); err != nil {
 		t.Fatal(err)
 	}
-	ctx, cancel := context.WithCancel(op)
-	defer cancel()
-	done := make(chan error, 1)
-	go func() { done <- svc.Run(ctx) }()
-	d, err := svc.Delegate(op, app.DelegateRequest{Task: "use the docs", AllowDomains: []string{"pkg.example.org"}})
-	if err != nil {
-		t.Fatal(err)
-	}
-	waitFor(t, "the run to end", func() bool {
-		v, err := svc.Session(op, d.Session.ID)
-		return err == nil && v.Runs[0].State.Terminal()
-	})
-	cancel()
-	<-done
+	runOneTask(t, op, svc, app.DelegateRequest{Task: "use the docs", AllowDomains: []string{"pkg.example.org"}})
 	launches := sb.Launches()
 	if len(launches) != 1 {
 		t.Fatalf("launches = %d", len(launches))
@@ -265,11 +224,23 @@ func TestAnUnopenableMCPServerIsLeftOut(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
+	id := runOneTask(t, op, svc, app.DelegateRequest{Task: "go"})
+	v, _ := svc.Session(op, id)
+	launches := sb.Launches()
+	if v.Runs[0].State != app.StateDone || len(launches) != 1 || len(launches[0].MCPServers) != 1 || launches[0].MCPServers[0].Name != "good" {
+		t.Fatalf("run %s, launches %+v", v.Runs[0].State, launches)
+	}
+}
+
+// runOneTask runs the service until the one task req delegates (as op's
+// actor) has ended, and returns its session.
+func runOneTask(t *testing.T, op context.Context, svc *app.Service, req app.DelegateRequest) app.SessionID {
+	t.Helper()
 	ctx, cancel := context.WithCancel(op)
-	defer cancel()
 	done := make(chan error, 1)
 	go func() { done <- svc.Run(ctx) }()
-	d, err := svc.Delegate(op, app.DelegateRequest{Task: "go"})
+	defer func() { cancel(); <-done }()
+	d, err := svc.Delegate(op, req)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -277,11 +248,5 @@ func TestAnUnopenableMCPServerIsLeftOut(t *testing.T) {
 		v, err := svc.Session(op, d.Session.ID)
 		return err == nil && v.Runs[0].State.Terminal()
 	})
-	cancel()
-	<-done
-	v, _ := svc.Session(op, d.Session.ID)
-	launches := sb.Launches()
-	if v.Runs[0].State != app.StateDone || len(launches) != 1 || len(launches[0].MCPServers) != 1 || launches[0].MCPServers[0].Name != "good" {
-		t.Fatalf("run %s, launches %+v", v.Runs[0].State, launches)
-	}
+	return d.Session.ID
 }

@@ -1,12 +1,9 @@
 package github
 
 import (
-	"bytes"
 	"encoding/json"
-	"fmt"
 	"io"
 	"net/http"
-	"net/http/httptest"
 	"testing"
 
 	"github.com/asb-dev/asb/app"
@@ -27,22 +24,7 @@ func BenchmarkWebhook_baseline(b *testing.B) {
 		}
 		w.WriteHeader(http.StatusAccepted)
 	})
-	body := fixture(b, "issue_comment.created.pull_request.json")
-	sig := Sign(testSecret, body)
-	b.ReportAllocs()
-	b.SetBytes(int64(len(body)))
-	for i := 0; b.Loop(); i++ {
-		r := httptest.NewRequest(http.MethodPost, "/webhooks/github", bytes.NewReader(body))
-		r.Header.Set("Content-Type", "application/json")
-		r.Header.Set("X-GitHub-Event", "issue_comment")
-		r.Header.Set("X-GitHub-Delivery", fmt.Sprintf("d-%d", i))
-		r.Header.Set("X-Hub-Signature-256", sig)
-		w := httptest.NewRecorder()
-		h.ServeHTTP(w, r)
-		if w.Code != http.StatusAccepted {
-			b.Fatal(w.Code)
-		}
-	}
+	benchWebhook(b, h)
 }
 
 // BenchmarkRenderTracking_baseline encodes the same tracking data as

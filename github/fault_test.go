@@ -85,17 +85,7 @@ func newFaultWorldVia(t *testing.T, timeout time.Duration, lose func(*http.Reque
 	}
 	ctx, cancel := context.WithCancel(context.Background())
 	w.ctx = app.WithActor(ctx, app.OperatorActor)
-	var wg sync.WaitGroup
-	for _, run := range []func(context.Context) error{w.svc.Run, w.tracker.Run, w.proc.Run} {
-		wg.Add(1)
-		go func() {
-			defer wg.Done()
-			if err := run(ctx); err != nil {
-				t.Errorf("Run: %v", err)
-			}
-		}()
-	}
-	t.Cleanup(func() { cancel(); wg.Wait() })
+	runUntilCleanup(t, ctx, cancel, w.svc.Run, w.tracker.Run, w.proc.Run)
 	return &faultWorld{w}
 }
 

@@ -3,7 +3,6 @@ package github
 import (
 	"context"
 	"encoding/json"
-	"errors"
 	"fmt"
 	"net/url"
 	"strconv"
@@ -20,14 +19,6 @@ import (
 const feedPages = 3
 
 func feedKey(login string) string { return "poll:feed:" + strings.ToLower(login) }
-
-// feedCursor is the stored position of a login's events feed.
-type feedCursor struct {
-	// Last is the newest event id looked at.
-	Last int64 `json:"last"`
-	// Start bounds the first round: older events are history.
-	Start time.Time `json:"start"`
-}
 
 type feedEvent struct {
 	ID        string    `json:"id"`
@@ -77,77 +68,20 @@ func (p *Poller) pollFeed(ctx context.Context, login string) error {
 	if err != nil {
 		return err
 	}
-	key := feedKey(login)
-	value, etag, err := p.opts.Cursors.Cursor(ctx, key)
-	if err != nil {
-		return err
-	}
-	var cur feedCursor
-	if value != "" {
-		if err := json.Unmarshal([]byte(value), &cur); err != nil {
-			p.log.Warn("github poller: unreadable feed cursor; starting over", "login", login, "err", err)
-			cur, etag = feedCursor{}, ""
-		}
-	}
-	if cur.Last == 0 && cur.Start.IsZero() {
-		cur.Start = p.opts.Now().Add(-p.opts.Backfill).UTC()
-	}
-	base := fmt.Sprintf("users/%s/events?per_page=100", url.PathEscape(login))
-	var fresh []feedEvent
-	newest, newETag := cur.Last, ""
-	page := 1
-collect:
-	for n := 0; n < feedPages; n++ {
-		u, sendETag := base, ""
-		if page > 1 {
-			u += "&page=" + strconv.Itoa(page)
-		} else {
-			sendETag = etag
-		}
-		var list []feedEvent
-		resp, err := p.get(ctx, c, u, sendETag, &list)
-		if page == 1 && notModified(err) {
-			return nil
-		}
-		if err != nil {
-			return err
-		}
-		if page == 1 {
-			newETag = resp.Header.Get("ETag")
-		}
-		for _, e := range list {
+	return pollEvents(ctx, p, eventPoll[feedEvent]{
+		client:  c,
+		key:     feedKey(login),
+		path:    fmt.Sprintf("users/%s/events?per_page=100", url.PathEscape(login)),
+		pages:   feedPages,
+		what:    "feed",
+		logArgs: []any{"login", login},
+		id: func(e feedEvent) (int64, bool) {
 			id, err := strconv.ParseInt(e.ID, 10, 64)
-			if err != nil || id <= 0 {
-				continue
-			}
-			if id <= cur.Last || (cur.Last == 0 && e.CreatedAt.Before(cur.Start)) {
-				break collect
-			}
-			newest = max(newest, id)
-			fresh = append(fresh, e)
-		}
-		if resp.NextPage == 0 || len(list) == 0 {
-			break
-		}
-		page = resp.NextPage
-	}
-	next := cur
-	save := func(etag string) error {
-		b, _ := json.Marshal(next)
-		return p.opts.Cursors.PutCursor(context.WithoutCancel(ctx), key, string(b), etag, p.opts.Now())
-	}
-	for i := len(fresh) - 1; i >= 0; i-- {
-		if err := p.deliverFeedComment(ctx, c, login, fresh[i]); err != nil {
-			return errors.Join(err, save(""))
-		}
-		id, _ := strconv.ParseInt(fresh[i].ID, 10, 64)
-		next.Last = max(next.Last, id)
-	}
-	next.Last = newest
-	if next == cur && newETag == etag && value != "" {
-		return nil
-	}
-	return save(newETag)
+			return id, err == nil && id > 0
+		},
+		created: func(e feedEvent) time.Time { return e.CreatedAt },
+		deliver: func(ctx context.Context, e feedEvent) error { return p.deliverFeedComment(ctx, c, login, e) },
+	})
 }
 
 // deliverFeedComment hands on a comment the login created, as the

@@ -6,7 +6,6 @@ import (
 	"fmt"
 	"net/http"
 	"strings"
-	"sync"
 	"testing"
 	"time"
 
@@ -77,17 +76,7 @@ func newFeedWorld(t *testing.T) *feedWorld {
 	if err != nil {
 		t.Fatal(err)
 	}
-	var wg sync.WaitGroup
-	for _, run := range []func(context.Context) error{w.svc.Run, tracker.Run, w.proc.Run} {
-		wg.Add(1)
-		go func() {
-			defer wg.Done()
-			if err := run(ctx); err != nil {
-				t.Errorf("Run: %v", err)
-			}
-		}()
-	}
-	t.Cleanup(func() { cancel(); wg.Wait() })
+	runUntilCleanup(t, ctx, cancel, w.svc.Run, tracker.Run, w.proc.Run)
 	return w
 }
 

@@ -590,14 +590,6 @@ func (t pollTarget) issuePath(issueURL string) (string, error) {
 	return fmt.Sprintf("repos/%s/%s/issues/%d", url.PathEscape(t.owner), url.PathEscape(t.name), n), nil
 }
 
-// labelCursor is the stored position of a repository's issue-event poll.
-type labelCursor struct {
-	// Last is the newest event id looked at.
-	Last int64 `json:"last"`
-	// Start bounds the first round: older events are history.
-	Start time.Time `json:"start"`
-}
-
 type polledEvent struct {
 	ID        int64           `json:"id"`
 	Event     string          `json:"event"`
@@ -610,75 +602,17 @@ type polledEvent struct {
 }
 
 func (p *Poller) pollLabels(ctx context.Context, t pollTarget) error {
-	key := labelsKey(t.Repo)
-	value, etag, err := p.opts.Cursors.Cursor(ctx, key)
-	if err != nil {
-		return err
-	}
-	var cur labelCursor
-	if value != "" {
-		if err := json.Unmarshal([]byte(value), &cur); err != nil {
-			p.log.Warn("github poller: unreadable label cursor; starting over", "repo", t.Repo, "err", err)
-			cur, etag = labelCursor{}, ""
-		}
-	}
-	if cur.Last == 0 && cur.Start.IsZero() {
-		cur.Start = p.opts.Now().Add(-p.opts.Backfill).UTC()
-	}
-	base := fmt.Sprintf("repos/%s/%s/issues/events?per_page=100", url.PathEscape(t.owner), url.PathEscape(t.name))
-	// Events come newest first: collect the unseen ones, then hand them
-	// on oldest first.
-	var fresh []polledEvent
-	newest, newETag := cur.Last, ""
-	page := 1
-collect:
-	for n := 0; n < pollerEventPages; n++ {
-		u, sendETag := base, ""
-		if page > 1 {
-			u += "&page=" + strconv.Itoa(page)
-		} else {
-			sendETag = etag
-		}
-		var list []polledEvent
-		resp, err := p.get(ctx, t.client, u, sendETag, &list)
-		if page == 1 && notModified(err) {
-			return nil
-		}
-		if err != nil {
-			return err
-		}
-		if page == 1 {
-			newETag = resp.Header.Get("ETag")
-		}
-		for _, e := range list {
-			if e.ID <= cur.Last || (cur.Last == 0 && e.CreatedAt.Before(cur.Start)) {
-				break collect
-			}
-			newest = max(newest, e.ID)
-			fresh = append(fresh, e)
-		}
-		if resp.NextPage == 0 || len(list) == 0 {
-			break
-		}
-		page = resp.NextPage
-	}
-	next := cur
-	save := func(etag string) error {
-		b, _ := json.Marshal(next)
-		return p.opts.Cursors.PutCursor(context.WithoutCancel(ctx), key, string(b), etag, p.opts.Now())
-	}
-	for i := len(fresh) - 1; i >= 0; i-- {
-		e := fresh[i]
-		if err := p.deliverLabel(ctx, t, e); err != nil {
-			return errors.Join(err, save(""))
-		}
-		next.Last = max(next.Last, e.ID)
-	}
-	next.Last = newest
-	if next == cur && newETag == etag && value != "" {
-		return nil
-	}
-	return save(newETag)
+	return pollEvents(ctx, p, eventPoll[polledEvent]{
+		client:  t.client,
+		key:     labelsKey(t.Repo),
+		path:    fmt.Sprintf("repos/%s/%s/issues/events?per_page=100", url.PathEscape(t.owner), url.PathEscape(t.name)),
+		pages:   pollerEventPages,
+		what:    "label",
+		logArgs: []any{"repo", t.Repo},
+		id:      func(e polledEvent) (int64, bool) { return e.ID, true },
+		created: func(e polledEvent) time.Time { return e.CreatedAt },
+		deliver: func(ctx context.Context, e polledEvent) error { return p.deliverLabel(ctx, t, e) },
+	})
 }
 
 func (p *Poller) deliverLabel(ctx context.Context, t pollTarget, e polledEvent) error {

@@ -121,17 +121,7 @@ func newProcWorld(t *testing.T, script func(app.Turn) apptest.Script, deps ...fu
 	}
 	ctx, cancel := context.WithCancel(context.Background())
 	w.ctx = app.WithActor(ctx, app.OperatorActor)
-	var wg sync.WaitGroup
-	for _, run := range []func(context.Context) error{w.svc.Run, w.tracker.Run, w.proc.Run} {
-		wg.Add(1)
-		go func() {
-			defer wg.Done()
-			if err := run(ctx); err != nil {
-				t.Errorf("Run: %v", err)
-			}
-		}()
-	}
-	t.Cleanup(func() { cancel(); wg.Wait() })
+	runUntilCleanup(t, ctx, cancel, w.svc.Run, w.tracker.Run, w.proc.Run)
 	return w
 }
 
@@ -467,4 +457,20 @@ func TestProcessorQueueOverflowLeftPending(t *testing.T) {
 	if len(p.queue) != 1 {
 		t.Fatalf("queue holds %d", len(p.queue))
 	}
+}
+
+// runUntilCleanup runs each loop with ctx until the test ends (cancel
+// then stops them and the cleanup waits); a loop's error fails the test.
+func runUntilCleanup(t *testing.T, ctx context.Context, cancel context.CancelFunc, runs ...func(context.Context) error) {
+	var wg sync.WaitGroup
+	for _, run := range runs {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			if err := run(ctx); err != nil {
+				t.Errorf("Run: %v", err)
+			}
+		}()
+	}
+	t.Cleanup(func() { cancel(); wg.Wait() })
 }

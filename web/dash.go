@@ -53,6 +53,7 @@ func parsePages() map[string]*template.Template {
 }
 
 var templateFuncs = template.FuncMap{
+	"removeButton": removeButton,
 	"ago": func(t time.Time) string {
 		if t.IsZero() {
 			return ""

@@ -50,15 +50,23 @@ func crumbsOf(p string) []crumb {
 	return out
 }
 
-func (d *dash) filesPage(w http.ResponseWriter, r *http.Request) {
+// pathFile reads the session the path names and the workspace path in
+// the query. When it cannot, it has answered the request and ok is false.
+func (d *dash) pathFile(w http.ResponseWriter, r *http.Request) (id app.SessionID, clean string, ok bool) {
 	id, err := d.pathSession(r)
-	if err != nil {
-		d.fail(w, r, err)
-		return
+	if err == nil {
+		clean, err = app.WorkspacePath(r.URL.Query().Get("path"))
 	}
-	clean, err := app.WorkspacePath(r.URL.Query().Get("path"))
 	if err != nil {
 		d.fail(w, r, err)
+		return id, clean, false
+	}
+	return id, clean, true
+}
+
+func (d *dash) filesPage(w http.ResponseWriter, r *http.Request) {
+	id, clean, ok := d.pathFile(w, r)
+	if !ok {
 		return
 	}
 	entries, err := d.svc.Files(r.Context(), id, clean)
@@ -89,19 +97,13 @@ func (l *limitedBuffer) Write(p []byte) (int, error) {
 }
 
 func (d *dash) viewFilePage(w http.ResponseWriter, r *http.Request) {
-	id, err := d.pathSession(r)
-	if err != nil {
-		d.fail(w, r, err)
-		return
-	}
-	clean, err := app.WorkspacePath(r.URL.Query().Get("path"))
-	if err != nil {
-		d.fail(w, r, err)
+	id, clean, ok := d.pathFile(w, r)
+	if !ok {
 		return
 	}
 	lb := &limitedBuffer{max: maxViewBytes}
 	// One byte over the view limit tells "large" from "exactly the limit".
-	err = d.svc.ReadFile(r.Context(), id, clean, maxViewBytes+1, lb)
+	err := d.svc.ReadFile(r.Context(), id, clean, maxViewBytes+1, lb)
 	fd := filesData{ID: string(id), Path: clean, Crumbs: crumbsOf(clean), Download: downloadURL(id, clean)}
 	switch {
 	case app.ErrorCode(err) == app.ETOOLARGE || lb.over:

@@ -12,21 +12,9 @@ import (
 // add (the token is probed and stored sealed; the answer never holds it)
 // and remove. Each is one Service call for the authenticated caller.
 func (a *api) mountGitHubAccounts(r chi.Router) {
-	r.Get("/github/accounts.json", a.githubAccounts)
+	r.Get("/github/accounts.json", listHandler(a, "accounts", a.svc.GitHubAccounts))
 	r.Post("/github/accounts.json", a.addGitHubAccount)
-	r.Delete("/github/accounts.json", a.removeGitHubAccount)
-}
-
-func (a *api) githubAccounts(w http.ResponseWriter, r *http.Request) {
-	list, err := a.svc.GitHubAccounts(r.Context())
-	if err != nil {
-		a.fail(w, r, err)
-		return
-	}
-	if list == nil {
-		list = []app.GitHubAccount{}
-	}
-	writeJSON(w, http.StatusOK, map[string]any{"accounts": list})
+	r.Delete("/github/accounts.json", a.removeHandler(a.svc.RemoveGitHubAccount))
 }
 
 type addGitHubAccountRequest struct {
@@ -61,17 +49,4 @@ func (a *api) addGitHubAccount(w http.ResponseWriter, r *http.Request) {
 		out["repo"], out["can_push"] = req.Repo, ok
 	}
 	writeJSON(w, http.StatusOK, out)
-}
-
-func (a *api) removeGitHubAccount(w http.ResponseWriter, r *http.Request) {
-	id := r.URL.Query().Get("id")
-	if id == "" {
-		a.fail(w, r, app.Errorf(app.EINVALID, "id is required"))
-		return
-	}
-	if err := a.svc.RemoveGitHubAccount(r.Context(), id); err != nil {
-		a.fail(w, r, err)
-		return
-	}
-	writeJSON(w, http.StatusOK, map[string]any{"removed": id})
 }

@@ -41,6 +41,15 @@ type removal struct {
 	Label string
 }
 
+// removeButtonData fills a row's remove-button template.
+type removeButtonData struct {
+	CSRF, Kind, ID string
+}
+
+func removeButton(csrf, kind, id string) removeButtonData {
+	return removeButtonData{CSRF: csrf, Kind: kind, ID: id}
+}
+
 func (d *dash) integrationsPage(w http.ResponseWriter, r *http.Request) {
 	var nd integrationsData
 	q := r.URL.Query()

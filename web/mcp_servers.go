@@ -12,21 +12,9 @@ import (
 // (or replace by name; header values are stored sealed and never
 // answered back) and remove. Each is one Service call for the caller.
 func (a *api) mountMCPServers(r chi.Router) {
-	r.Get("/mcp-servers.json", a.mcpServers)
+	r.Get("/mcp-servers.json", listHandler(a, "servers", a.svc.MCPServers))
 	r.Post("/mcp-servers.json", a.addMCPServer)
-	r.Delete("/mcp-servers.json", a.removeMCPServer)
-}
-
-func (a *api) mcpServers(w http.ResponseWriter, r *http.Request) {
-	list, err := a.svc.MCPServers(r.Context())
-	if err != nil {
-		a.fail(w, r, err)
-		return
-	}
-	if list == nil {
-		list = []app.MCPServer{}
-	}
-	writeJSON(w, http.StatusOK, map[string]any{"servers": list})
+	r.Delete("/mcp-servers.json", a.removeHandler(a.svc.RemoveMCPServer))
 }
 
 func (a *api) addMCPServer(w http.ResponseWriter, r *http.Request) {
@@ -40,17 +28,4 @@ func (a *api) addMCPServer(w http.ResponseWriter, r *http.Request) {
 		return
 	}
 	writeJSON(w, http.StatusOK, map[string]any{"server": m})
-}
-
-func (a *api) removeMCPServer(w http.ResponseWriter, r *http.Request) {
-	id := r.URL.Query().Get("id")
-	if id == "" {
-		a.fail(w, r, app.Errorf(app.EINVALID, "id is required"))
-		return
-	}
-	if err := a.svc.RemoveMCPServer(r.Context(), id); err != nil {
-		a.fail(w, r, err)
-		return
-	}
-	writeJSON(w, http.StatusOK, map[string]any{"removed": id})
 }

@@ -70,6 +70,20 @@ func (d *dash) pathSession(r *http.Request) (app.SessionID, error) {
 	return app.ParseSessionID(chi.URLParam(r, "id"))
 }
 
+// pathSessionView loads the session the path names. When it cannot, it
+// has answered the request and ok is false.
+func (d *dash) pathSessionView(w http.ResponseWriter, r *http.Request) (id app.SessionID, v app.SessionView, ok bool) {
+	id, err := d.pathSession(r)
+	if err == nil {
+		v, err = d.svc.Session(r.Context(), id)
+	}
+	if err != nil {
+		d.fail(w, r, err)
+		return id, v, false
+	}
+	return id, v, true
+}
+
 func (d *dash) sessionPage(w http.ResponseWriter, r *http.Request) {
 	d.renderSession(w, r, http.StatusOK, sessionForm{}, noticeOf(r.URL.Query()))
 }
@@ -105,14 +119,8 @@ func plural(n int, one, many string) string {
 }
 
 func (d *dash) renderSession(w http.ResponseWriter, r *http.Request, code int, form sessionForm, notice string) {
-	id, err := d.pathSession(r)
-	if err != nil {
-		d.fail(w, r, err)
-		return
-	}
-	v, err := d.svc.Session(r.Context(), id)
-	if err != nil {
-		d.fail(w, r, err)
+	id, v, ok := d.pathSessionView(w, r)
+	if !ok {
 		return
 	}
 	events, err := d.api.tail(r, id, threadEvents+1)
@@ -305,14 +313,8 @@ func (d *dash) teardownPage(w http.ResponseWriter, r *http.Request) {
 }
 
 func (d *dash) renderTeardown(w http.ResponseWriter, r *http.Request, code int, msg string) {
-	id, err := d.pathSession(r)
-	if err != nil {
-		d.fail(w, r, err)
-		return
-	}
-	v, err := d.svc.Session(r.Context(), id)
-	if err != nil {
-		d.fail(w, r, err)
+	id, v, ok := d.pathSessionView(w, r)
+	if !ok {
 		return
 	}
 	p := d.newPage(r, "Tear down", "teardown")

@@ -28,11 +28,11 @@ type memState struct {
 	secrets   map[string][]byte
 	audit     []app.AuditEntry
 	boxes     map[app.BoxRef]app.Box
-	accounts  map[string]memAccount
-	mcps      map[string]memMCP
+	accounts  map[string]memSealed[app.GitHubAccount]
+	mcps      map[string]memSealed[app.MCPServer]
 	users     map[app.AccountID]app.Account
-	keys      map[string]memKey
-	devices   map[string]memDevice
+	keys      map[string]memDigested[app.APIKey]
+	devices   map[string]memDigested[app.Device]
 	nextEvent int64
 	nextQ     int64
 	nextAudit int64
@@ -62,12 +62,12 @@ func NewMemStore() *MemStore {
 		runs:     map[app.RunID]app.Run{},
 		secrets:  map[string][]byte{},
 		boxes:    map[app.BoxRef]app.Box{},
-		accounts: map[string]memAccount{},
-		mcps:     map[string]memMCP{},
+		accounts: map[string]memSealed[app.GitHubAccount]{},
+		mcps:     map[string]memSealed[app.MCPServer]{},
 		users: map[app.AccountID]app.Account{app.OperatorAccount: {
 			ID: app.OperatorAccount, Username: "operator", Admin: true}},
-		keys:    map[string]memKey{},
-		devices: map[string]memDevice{},
+		keys:    map[string]memDigested[app.APIKey]{},
+		devices: map[string]memDigested[app.Device]{},
 	}}
 }
 

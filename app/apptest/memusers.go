@@ -3,18 +3,23 @@ package apptest
 import (
 	"sort"
 	"strings"
+	"time"
 
 	"github.com/asb-dev/asb/app"
 )
 
-type memKey struct {
-	key    app.APIKey
-	digest string
+var keyCreds = memCreds[app.APIKey]{
+	noun:    "API key",
+	id:      func(k app.APIKey) string { return k.ID },
+	account: func(k app.APIKey) app.AccountID { return k.Account },
+	created: func(k app.APIKey) time.Time { return k.CreatedAt },
 }
 
-type memDevice struct {
-	dev    app.Device
-	digest string
+var deviceCreds = memCreds[app.Device]{
+	noun:    "device",
+	id:      func(d app.Device) string { return d.ID },
+	account: func(d app.Device) app.AccountID { return d.Account },
+	created: func(d app.Device) time.Time { return d.CreatedAt },
 }
 
 func (t *memTx) InsertAccount(a *app.Account) error {
@@ -83,97 +88,33 @@ func (t *memTx) ListAccounts() ([]app.Account, error) {
 }
 
 func (t *memTx) InsertAPIKey(k *app.APIKey, digest []byte) error {
-	if _, ok := t.st.users[k.Account]; !ok {
-		return app.Errorf(app.ENOTFOUND, "a referenced object does not exist")
-	}
-	for id, o := range t.st.keys {
-		if id == k.ID || o.digest == string(digest) {
-			return app.Errorf(app.ECONFLICT, "already exists")
-		}
-	}
-	t.st.keys[k.ID] = memKey{key: *k, digest: string(digest)}
-	return nil
+	return keyCreds.insert(t, t.st.keys, *k, digest)
 }
 
 func (t *memTx) APIKeyByDigest(digest []byte) (app.APIKey, error) {
-	for _, o := range t.st.keys {
-		if o.digest == string(digest) {
-			return o.key, nil
-		}
-	}
-	return app.APIKey{}, app.Errorf(app.ENOTFOUND, "not found")
+	return keyCreds.byDigest(t.st.keys, digest)
 }
 
 func (t *memTx) ListAPIKeys(account app.AccountID) ([]app.APIKey, error) {
-	out := []app.APIKey{}
-	for _, o := range t.st.keys {
-		if o.key.Account == account {
-			out = append(out, o.key)
-		}
-	}
-	sort.Slice(out, func(i, j int) bool {
-		if !out[i].CreatedAt.Equal(out[j].CreatedAt) {
-			return out[i].CreatedAt.After(out[j].CreatedAt)
-		}
-		return out[i].ID > out[j].ID
-	})
-	return out, nil
+	return keyCreds.list(t.st.keys, account), nil
 }
 
 func (t *memTx) UpdateAPIKey(k *app.APIKey) error {
-	o, ok := t.st.keys[k.ID]
-	if !ok {
-		return app.Errorf(app.ENOTFOUND, "API key %s not found", k.ID)
-	}
-	o.key.LastUsedAt, o.key.RevokedAt = k.LastUsedAt, k.RevokedAt
-	t.st.keys[k.ID] = o
-	return nil
+	return keyCreds.update(t.st.keys, k.ID, func(o *app.APIKey) { o.LastUsedAt, o.RevokedAt = k.LastUsedAt, k.RevokedAt })
 }
 
 func (t *memTx) InsertDevice(d *app.Device, digest []byte) error {
-	if _, ok := t.st.users[d.Account]; !ok {
-		return app.Errorf(app.ENOTFOUND, "a referenced object does not exist")
-	}
-	for id, o := range t.st.devices {
-		if id == d.ID || o.digest == string(digest) {
-			return app.Errorf(app.ECONFLICT, "already exists")
-		}
-	}
-	t.st.devices[d.ID] = memDevice{dev: *d, digest: string(digest)}
-	return nil
+	return deviceCreds.insert(t, t.st.devices, *d, digest)
 }
 
 func (t *memTx) DeviceByDigest(digest []byte) (app.Device, error) {
-	for _, o := range t.st.devices {
-		if o.digest == string(digest) {
-			return o.dev, nil
-		}
-	}
-	return app.Device{}, app.Errorf(app.ENOTFOUND, "not found")
+	return deviceCreds.byDigest(t.st.devices, digest)
 }
 
 func (t *memTx) ListDevices(account app.AccountID) ([]app.Device, error) {
-	out := []app.Device{}
-	for _, o := range t.st.devices {
-		if o.dev.Account == account {
-			out = append(out, o.dev)
-		}
-	}
-	sort.Slice(out, func(i, j int) bool {
-		if !out[i].CreatedAt.Equal(out[j].CreatedAt) {
-			return out[i].CreatedAt.After(out[j].CreatedAt)
-		}
-		return out[i].ID > out[j].ID
-	})
-	return out, nil
+	return deviceCreds.list(t.st.devices, account), nil
 }
 
 func (t *memTx) UpdateDevice(d *app.Device) error {
-	o, ok := t.st.devices[d.ID]
-	if !ok {
-		return app.Errorf(app.ENOTFOUND, "device %s not found", d.ID)
-	}
-	o.dev.SeenAt, o.dev.RevokedAt = d.SeenAt, d.RevokedAt
-	t.st.devices[d.ID] = o
-	return nil
+	return deviceCreds.update(t.st.devices, d.ID, func(o *app.Device) { o.SeenAt, o.RevokedAt = d.SeenAt, d.RevokedAt })
 }

@@ -68,15 +68,7 @@ func (t *txn) UpdateAccount(a *app.Account) error {
 }
 
 func (t *txn) ListAccounts() ([]app.Account, error) {
-	var rows []accountRow
-	if err := t.sel(&rows, `SELECT `+accountCols+` FROM accounts ORDER BY created_at, id`); err != nil {
-		return nil, err
-	}
-	out := make([]app.Account, len(rows))
-	for i, r := range rows {
-		out[i] = r.account()
-	}
-	return out, nil
+	return selectRows(t, noErr(accountRow.account), `SELECT `+accountCols+` FROM accounts ORDER BY created_at, id`)
 }
 
 type apiKeyRow struct {
@@ -113,15 +105,8 @@ func (t *txn) APIKeyByDigest(digest []byte) (app.APIKey, error) {
 }
 
 func (t *txn) ListAPIKeys(account app.AccountID) ([]app.APIKey, error) {
-	var rows []apiKeyRow
-	if err := t.sel(&rows, `SELECT `+apiKeyCols+` FROM api_keys WHERE account_id = ? ORDER BY created_at DESC, id DESC`, string(account)); err != nil {
-		return nil, err
-	}
-	out := make([]app.APIKey, len(rows))
-	for i, r := range rows {
-		out[i] = r.key()
-	}
-	return out, nil
+	return selectRows(t, noErr(apiKeyRow.key),
+		`SELECT `+apiKeyCols+` FROM api_keys WHERE account_id = ? ORDER BY created_at DESC, id DESC`, string(account))
 }
 
 func (t *txn) UpdateAPIKey(k *app.APIKey) error {
@@ -166,15 +151,8 @@ func (t *txn) DeviceByDigest(digest []byte) (app.Device, error) {
 }
 
 func (t *txn) ListDevices(account app.AccountID) ([]app.Device, error) {
-	var rows []deviceRow
-	if err := t.sel(&rows, `SELECT `+deviceCols+` FROM devices WHERE account_id = ? ORDER BY created_at DESC, id DESC`, string(account)); err != nil {
-		return nil, err
-	}
-	out := make([]app.Device, len(rows))
-	for i, r := range rows {
-		out[i] = r.device()
-	}
-	return out, nil
+	return selectRows(t, noErr(deviceRow.device),
+		`SELECT `+deviceCols+` FROM devices WHERE account_id = ? ORDER BY created_at DESC, id DESC`, string(account))
 }
 
 func (t *txn) UpdateDevice(d *app.Device) error {

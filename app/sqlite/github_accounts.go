@@ -71,25 +71,8 @@ func (t *txn) GitHubAccountByLogin(owner app.AccountID, login string) (app.GitHu
 }
 
 func (t *txn) ListGitHubAccounts(owner app.AccountID) ([]app.GitHubAccount, error) {
-	var rows []githubAccountRow
-	var err error
-	if owner == "" {
-		err = t.sel(&rows, `SELECT * FROM github_accounts ORDER BY login_key, owner`)
-	} else {
-		err = t.sel(&rows, `SELECT * FROM github_accounts WHERE owner = ? ORDER BY login_key`, string(owner))
-	}
-	if err != nil {
-		return nil, err
-	}
-	out := make([]app.GitHubAccount, 0, len(rows))
-	for _, r := range rows {
-		a, err := r.account()
-		if err != nil {
-			return nil, err
-		}
-		out = append(out, a)
-	}
-	return out, nil
+	q, args := ownedQuery("github_accounts", "login_key", owner)
+	return selectRows(t, githubAccountRow.account, q, args...)
 }
 
 func (t *txn) DeleteGitHubAccount(id string) error {

@@ -45,25 +45,8 @@ func (t *txn) GetMCPServer(id string) (app.MCPServer, []byte, error) {
 }
 
 func (t *txn) ListMCPServers(owner app.AccountID) ([]app.MCPServer, error) {
-	var rows []mcpServerRow
-	var err error
-	if owner == "" {
-		err = t.sel(&rows, `SELECT * FROM mcp_servers ORDER BY name_key, owner`)
-	} else {
-		err = t.sel(&rows, `SELECT * FROM mcp_servers WHERE owner = ? ORDER BY name_key`, string(owner))
-	}
-	if err != nil {
-		return nil, err
-	}
-	out := make([]app.MCPServer, 0, len(rows))
-	for _, r := range rows {
-		m, err := r.server()
-		if err != nil {
-			return nil, err
-		}
-		out = append(out, m)
-	}
-	return out, nil
+	q, args := ownedQuery("mcp_servers", "name_key", owner)
+	return selectRows(t, mcpServerRow.server, q, args...)
 }
 
 func (t *txn) DeleteMCPServer(id string) error {

@@ -76,6 +76,39 @@ func (t *txn) sel(dest any, query string, args ...any) error {
 	return mapErr(t.q.SelectContext(t.ctx, dest, query, args...))
 }
 
+// selectRows runs query and turns each row into a T with conv; a row conv
+// refuses fails the whole select. An empty result is an empty, non-nil
+// slice.
+func selectRows[R, T any](t *txn, conv func(R) (T, error), query string, args ...any) ([]T, error) {
+	var rows []R
+	if err := t.sel(&rows, query, args...); err != nil {
+		return nil, err
+	}
+	out := make([]T, 0, len(rows))
+	for _, r := range rows {
+		v, err := conv(r)
+		if err != nil {
+			return nil, err
+		}
+		out = append(out, v)
+	}
+	return out, nil
+}
+
+// noErr adapts a row conversion that cannot fail for selectRows.
+func noErr[R, T any](conv func(R) T) func(R) (T, error) {
+	return func(r R) (T, error) { return conv(r), nil }
+}
+
+// ownedQuery selects table's rows of owner ("" for every owner's) ordered
+// by key, then owner. table and key are constants of this package.
+func ownedQuery(table, key string, owner app.AccountID) (string, []any) {
+	if owner == "" {
+		return `SELECT * FROM ` + table + ` ORDER BY ` + key + `, owner`, nil
+	}
+	return `SELECT * FROM ` + table + ` WHERE owner = ? ORDER BY ` + key, []any{string(owner)}
+}
+
 func notFound(err error, what string, id any) error {
 	if app.ErrorCode(err) == app.ENOTFOUND {
 		return app.Errorf(app.ENOTFOUND, "%s %v not found", what, id)
@@ -203,19 +236,7 @@ func (t *txn) ListSessions(f app.SessionFilter) ([]app.Session, error) {
 	}
 	q += ` ORDER BY created_at DESC, id DESC LIMIT ?`
 	args = append(args, limit)
-	var rows []sessionRow
-	if err := t.sel(&rows, q, args...); err != nil {
-		return nil, err
-	}
-	out := make([]app.Session, 0, len(rows))
-	for _, r := range rows {
-		s, err := r.session()
-		if err != nil {
-			return nil, err
-		}
-		out = append(out, s)
-	}
-	return out, nil
+	return selectRows(t, sessionRow.session, q, args...)
 }
 
 // ---- runs ----
@@ -266,19 +287,7 @@ func runArgs(r *app.Run) []any {
 }
 
 func (t *txn) runs(q string, args ...any) ([]app.Run, error) {
-	var rows []runRow
-	if err := t.sel(&rows, q, args...); err != nil {
-		return nil, err
-	}
-	out := make([]app.Run, 0, len(rows))
-	for _, r := range rows {
-		run, err := r.run()
-		if err != nil {
-			return nil, err
-		}
-		out = append(out, run)
-	}
-	return out, nil
+	return selectRows(t, runRow.run, q, args...)
 }
 
 func (t *txn) GetRun(id app.RunID) (app.Run, error) {
@@ -389,15 +398,7 @@ func (t *txn) PendingQuestion(run app.RunID) (app.Question, bool, error) {
 }
 
 func (t *txn) ListQuestions(run app.RunID) ([]app.Question, error) {
-	var rows []questionRow
-	if err := t.sel(&rows, `SELECT * FROM questions WHERE run_id = ? ORDER BY id`, string(run)); err != nil {
-		return nil, err
-	}
-	out := make([]app.Question, len(rows))
-	for i, r := range rows {
-		out[i] = r.question()
-	}
-	return out, nil
+	return selectRows(t, noErr(questionRow.question), `SELECT * FROM questions WHERE run_id = ? ORDER BY id`, string(run))
 }
 
 // ---- events ----

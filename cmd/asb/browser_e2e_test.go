@@ -11,7 +11,6 @@ import (
 	"github.com/chromedp/chromedp"
 
 	"github.com/asb-dev/asb/github/githubtest"
-	"github.com/asb-dev/asb/sandbox/inbox"
 	"github.com/asb-dev/asb/web/browsertest"
 )
 
@@ -51,15 +50,9 @@ func TestBrowserDashboardAgainstTheRealStack(t *testing.T) {
 	ghToken := srv.AddToken("octo", "repo", "read:org")
 	const mcpSecret = "Bearer browser-mcp-secret-0123"
 
-	fake := agentHost(t)
-	dataDir := filepath.Join(t.TempDir(), "data")
-	env, _, logs := testEnv(t, dataDir,
-		"SANDBOX_HOSTS=local", "MSB_PATH="+fake.Path, "MSB_SNAPSHOT=agent-base", "MSB_MEMORY=256M", "POOL_SIZE=0",
-		"AGENT_COMMAND="+inbox.ToolDir+"/bin/claude", "MCP_HTTP_TOKEN="+e2eToken, "POLL_INTERVAL=10s",
-		"GITHUB_API_URL="+srv.APIURL(), "GITHUB_WEB_URL="+srv.URL+"/")
-	env.hookBinary = buildHook(t)
-	addr, stop := startServe(t, env)
+	st, stop := serveWithGitHub(t, srv)
 	defer stop()
+	fake, dataDir, logs, addr := st.fake, st.dataDir, st.logs, st.addr
 	base := "http://" + addr
 	c := browsertest.New(t, "dashboard-e2e")
 	wait := func(what, expr string) { t.Helper(); c.WaitFor(what, expr, 60*time.Second) }

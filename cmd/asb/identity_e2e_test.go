@@ -13,6 +13,7 @@ import (
 
 	"github.com/asb-dev/asb/github/githubtest"
 	"github.com/asb-dev/asb/sandbox/inbox"
+	"github.com/asb-dev/asb/sandbox/msbtest"
 )
 
 // TestEventsFeedWithoutAppEndToEnd: no GitHub App at all. A person stores
@@ -31,15 +32,9 @@ func TestEventsFeedWithoutAppEndToEnd(t *testing.T) {
 	before := srv.Branch("octo/api", "feature")
 	token := srv.AddToken("octo")
 
-	fake := agentHost(t)
-	dataDir := filepath.Join(t.TempDir(), "data")
-	env, _, logs := testEnv(t, dataDir,
-		"SANDBOX_HOSTS=local", "MSB_PATH="+fake.Path, "MSB_SNAPSHOT=agent-base", "MSB_MEMORY=256M", "POOL_SIZE=0",
-		"AGENT_COMMAND="+inbox.ToolDir+"/bin/claude", "MCP_HTTP_TOKEN="+e2eToken, "POLL_INTERVAL=10s",
-		"GITHUB_API_URL="+srv.APIURL(), "GITHUB_WEB_URL="+srv.URL+"/")
-	env.hookBinary = buildHook(t)
-	addr, stop := startServe(t, env)
+	st, stop := serveWithGitHub(t, srv)
 	defer stop()
+	dataDir, logs, addr := st.dataDir, st.logs, st.addr
 
 	body, _ := json.Marshal(map[string]string{"token": token, "repo": "octo/api"})
 	req, _ := http.NewRequest("POST", "http://"+addr+"/github/accounts.json", bytes.NewReader(body))
@@ -95,4 +90,28 @@ func TestEventsFeedWithoutAppEndToEnd(t *testing.T) {
 		}
 		return nil
 	})
+}
+
+// ghStack is asb serve running on the fake msb host (whose boxes have the
+// scripted agent) against a fake GitHub.
+type ghStack struct {
+	fake    *msbtest.Host
+	dataDir string
+	logs    *syncBuffer
+	addr    string
+}
+
+// serveWithGitHub starts asb serve against srv; the caller stops it.
+func serveWithGitHub(t *testing.T, srv *githubtest.Server) (ghStack, func() int) {
+	t.Helper()
+	st := ghStack{fake: agentHost(t), dataDir: filepath.Join(t.TempDir(), "data")}
+	env, _, logs := testEnv(t, st.dataDir,
+		"SANDBOX_HOSTS=local", "MSB_PATH="+st.fake.Path, "MSB_SNAPSHOT=agent-base", "MSB_MEMORY=256M", "POOL_SIZE=0",
+		"AGENT_COMMAND="+inbox.ToolDir+"/bin/claude", "MCP_HTTP_TOKEN="+e2eToken, "POLL_INTERVAL=10s",
+		"GITHUB_API_URL="+srv.APIURL(), "GITHUB_WEB_URL="+srv.URL+"/")
+	env.hookBinary = buildHook(t)
+	st.logs = logs
+	addr, stop := startServe(t, env)
+	st.addr = addr
+	return st, stop
 }
