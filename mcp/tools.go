@@ -375,6 +375,9 @@ func render(res app.WaitResult, id app.SessionID, waited time.Duration) (RunOutp
 	fmt.Fprintf(&b, "run:%s — session=%s", out.State, id)
 	if v.Current != nil {
 		r := v.Current
+		// The run id names the run's results, such as the bundles
+		// `asb mcp` downloads to bring commits back.
+		fmt.Fprintf(&b, " run=%s", r.ID)
 		if r.Result.Branch != "" {
 			fmt.Fprintf(&b, " branch=%s", r.Result.Branch)
 		}
