@@ -181,8 +181,9 @@ type doneRun struct {
 
 // parseDone reads a delegate, resume or status text as render formats it:
 // the first "run:done — session=… run=…" line, and the last "result:"
-// line, which render writes after the agent's summary so that a summary
-// cannot stand in for it. Bundles with a malformed folder are dropped.
+// line, which render always writes after the agent's summary on a done
+// run, so a summary cannot stand in for either. Bundles with a malformed
+// folder are dropped.
 func parseDone(text string) (doneRun, bool) {
 	m := doneHead.FindStringSubmatchIndex(text)
 	if m == nil {
