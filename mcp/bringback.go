@@ -128,7 +128,7 @@ func (b *bringBack) fetchOne(ctx context.Context, run, dir, branch string) error
 		return fmt.Errorf("the controller answered %d: %s", resp.StatusCode, e.Error)
 	}
 	if resp.ContentLength > max {
-		return fmt.Errorf("the commits are %d bytes, more than the %d this bridge downloads", resp.ContentLength, max)
+		return fmt.Errorf("the commits are %d bytes, more than the %d bytes this bridge downloads", resp.ContentLength, max)
 	}
 	f, err := os.CreateTemp("", "asb-*.bundle")
 	if err != nil {

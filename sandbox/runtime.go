@@ -585,17 +585,24 @@ func (s *Sandbox) OpenBundle(name string) (io.ReadCloser, int64, error) {
 	if s.cfg.BundleDir == "" {
 		return nil, 0, app.Errorf(app.ENOTFOUND, "bundle %s not found", name)
 	}
-	f, err := os.Open(filepath.Join(s.cfg.BundleDir, name))
-	if errors.Is(err, fs.ErrNotExist) {
+	p := filepath.Join(s.cfg.BundleDir, name)
+	// Collect writes plain files: anything else (a symlink out of the
+	// folder) is not one of its bundles.
+	if st, err := os.Lstat(p); errors.Is(err, fs.ErrNotExist) {
 		return nil, 0, app.Errorf(app.ENOTFOUND, "bundle %s is no longer on the controller", name)
+	} else if err != nil {
+		return nil, 0, fmt.Errorf("open bundle: %w", err)
+	} else if !st.Mode().IsRegular() {
+		return nil, 0, app.Errorf(app.ENOTFOUND, "bundle %s not found", name)
 	}
+	f, err := os.Open(p)
 	if err != nil {
 		return nil, 0, fmt.Errorf("open bundle: %w", err)
 	}
 	st, err := f.Stat()
-	if err != nil || !st.Mode().IsRegular() {
+	if err != nil {
 		f.Close()
-		return nil, 0, app.Errorf(app.ENOTFOUND, "bundle %s not found", name)
+		return nil, 0, fmt.Errorf("open bundle: %w", err)
 	}
 	return f, st.Size(), nil
 }
