@@ -160,6 +160,10 @@ type Sandbox interface {
 	ListFiles(ctx context.Context, box BoxRef, path string) ([]FileInfo, error)
 	// ReadFile copies at most max bytes of a file under /workspace to w.
 	ReadFile(ctx context.Context, box BoxRef, path string, max int64, w io.Writer) error
+	// OpenBundle opens a bundle Collect wrote, by its base name (a
+	// BundleInfo.Name), and returns its size. It opens nothing outside the
+	// bundle folder; an unknown name is ENOTFOUND, a malformed one EINVALID.
+	OpenBundle(name string) (io.ReadCloser, int64, error)
 }
 
 // AskRequest is one question to the co-pilot.
@@ -273,6 +277,19 @@ type PublishResult struct {
 	// PushedAs is the GitHub login whose token pushed, or "app" for the
 	// GitHub App installation.
 	PushedAs string `json:"pushed_as,omitempty"`
+	// Bundles are the commits made on uploaded working trees, which name
+	// no repository to push to: the caller that uploaded the tree
+	// downloads them (GET /bundle) and brings them back itself.
+	Bundles []BundleInfo `json:"bundles,omitempty"`
+}
+
+// BundleInfo names a collected bundle without its controller path.
+type BundleInfo struct {
+	// Dir is the source's folder under /workspace.
+	Dir     string   `json:"dir"`
+	Commits []string `json:"commits"`
+	// Name is the bundle file's base name, for Sandbox.OpenBundle.
+	Name string `json:"name"`
 }
 
 // Clock is the core's only source of time.

@@ -421,8 +421,15 @@ func (s *Service) finish(ctx context.Context, id RunID) error {
 	var note string
 	failed := r.ExitCode != 0
 	sources := publishable(sess.Sources)
-	if !failed && len(sources) < len(sess.Sources) {
-		note = "an uploaded working tree names no repository: its commits stay in the box"
+	var trees []BundleInfo
+	if uploaded := uploadedTrees(sess.Sources); !failed && len(uploaded) > 0 {
+		// An uploaded working tree names no repository to push to: its
+		// commits wait on the controller until the uploader fetches them.
+		bundles, err := s.sandbox.Collect(ctx, sess.Box, uploaded)
+		if err != nil {
+			return err
+		}
+		trees, note = bundleInfos(bundles)
 	}
 	if !failed && len(sources) > 0 {
 		bundles, err := s.sandbox.Collect(ctx, sess.Box, sources)
@@ -431,9 +438,9 @@ func (s *Service) finish(ctx context.Context, id RunID) error {
 		}
 		switch {
 		case len(bundles) == 0:
-			note = "no new commits"
+			note = joinNotes(note, "no new commits")
 		case s.forge == nil:
-			note = "no forge configured: commits stay in the box"
+			note = joinNotes(note, "no forge configured: commits stay in the box")
 		default:
 			result, err = s.forge.Publish(ctx, PublishRequest{Session: sess, Run: r, Bundles: bundles})
 			if err != nil {
@@ -445,6 +452,7 @@ func (s *Service) finish(ctx context.Context, id RunID) error {
 			}
 		}
 	}
+	result.Bundles = trees
 	return s.commit(ctx, func(tx Tx, emit func(Event)) error {
 		cur, err := tx.GetRun(id)
 		if err != nil {

@@ -2,7 +2,9 @@ package app
 
 import (
 	"context"
+	"fmt"
 	"io"
+	"path/filepath"
 )
 
 // Workspaces keeps working trees that callers upload (the IDE's local
@@ -100,7 +102,7 @@ func (s *Service) releaseWorkspaces(ctx context.Context, sess Session) {
 }
 
 // publishable drops the sources that name no repository (uploaded working
-// trees): their commits have nowhere to go and stay in the box.
+// trees): the forge has nowhere to push their commits (see uploadedTrees).
 func publishable(sources []Source) []Source {
 	var out []Source
 	for _, src := range sources {
@@ -109,6 +111,41 @@ func publishable(sources []Source) []Source {
 		}
 	}
 	return out
+}
+
+// uploadedTrees are the sources that name no repository: uploaded
+// working trees, whose commits go back to the uploader.
+func uploadedTrees(sources []Source) []Source {
+	var out []Source
+	for _, src := range sources {
+		if src.Repo == "" && src.LocalPath != "" {
+			out = append(out, src)
+		}
+	}
+	return out
+}
+
+// bundleInfos records collected bundles of uploaded trees by their base
+// names, so no controller path reaches a run's result, and says what
+// happened to them.
+func bundleInfos(bundles []Bundle) ([]BundleInfo, string) {
+	var out []BundleInfo
+	n := 0
+	for _, b := range bundles {
+		out = append(out, BundleInfo{Dir: b.Source.Dir, Commits: b.Commits, Name: filepath.Base(b.Path)})
+		n += len(b.Commits)
+	}
+	if n == 0 {
+		return nil, "no new commits on the uploaded working tree"
+	}
+	return out, fmt.Sprintf("%d commit(s) on the uploaded working tree: `asb mcp` brings them back as a local branch", n)
+}
+
+func joinNotes(a, b string) string {
+	if a == "" {
+		return b
+	}
+	return a + "; " + b
 }
 
 func (s *Service) releaseWorkspace(ctx context.Context, id string) {

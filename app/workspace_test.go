@@ -24,7 +24,7 @@ func TestDelegateShipsAnUploadedWorkspaceOnce(t *testing.T) {
 		return nil
 	}
 	// The agent commits in the uploaded tree: with no repository to push
-	// to, the commits stay in the box and the run still succeeds.
+	// to, nothing is published and the run still succeeds.
 	sb.Bundles = func(box app.BoxRef, sources []app.Source) []app.Bundle {
 		var out []app.Bundle
 		for _, src := range sources {

@@ -33,7 +33,20 @@ type WorkspaceUpload struct {
 	// Prepare lists the tree. It is called once per delegation, so every
 	// delegation ships the tree as it is at that moment.
 	Prepare func(ctx context.Context) (Tree, error)
+	// BundleURL is the controller's GET /bundle, where a finished run's
+	// commits on the uploaded tree are downloaded from.
+	BundleURL string
+	// MaxBundleBytes bounds one bundle download (DefaultMaxBundleBytes
+	// when zero).
+	MaxBundleBytes int64
+	// Fetch imports a downloaded bundle's HEAD as the local branch, in the
+	// repository of Dir, leaving the checked-out branch and the working
+	// tree alone. Nil: the agent's commits are not brought back.
+	Fetch func(ctx context.Context, bundle, branch string) error
 }
+
+// DefaultMaxBundleBytes bounds a bundle download when MaxBundleBytes is 0.
+const DefaultMaxBundleBytes = 256 << 20
 
 // Tree is a listed working tree, ready to stream.
 type Tree struct {
@@ -75,11 +88,13 @@ func Bridge(ctx context.Context, o BridgeOptions) (*sdkmcp.Server, func() error,
 		return nil, nil, fmt.Errorf("list the controller's tools: %w", err)
 	}
 	hc := &http.Client{Transport: bearerTransport{token: o.Token, next: http.DefaultTransport}}
+	back := &bringBack{w: o.Workspace, hc: hc, shipped: map[string]bool{}, brought: map[string]string{}}
 	server := sdkmcp.NewServer(&sdkmcp.Implementation{Name: "asb", Version: o.Version}, &sdkmcp.ServerOptions{Instructions: instructions})
 	for _, t := range tools.Tools {
 		name := t.Name
 		server.AddTool(t, func(ctx context.Context, req *sdkmcp.CallToolRequest) (*sdkmcp.CallToolResult, error) {
 			params := &sdkmcp.CallToolParams{Name: name, Arguments: req.Params.Arguments}
+			shipped := false
 			if name == "delegate" && o.Workspace != nil {
 				args, failed := shipWorkspace(ctx, req, hc, o.Workspace)
 				if failed != nil {
@@ -87,6 +102,7 @@ func Bridge(ctx context.Context, o BridgeOptions) (*sdkmcp.Server, func() error,
 				}
 				if args != nil {
 					params.Arguments = args
+					shipped = true
 				}
 			}
 			if tok := req.Params.GetProgressToken(); tok != nil {
@@ -103,7 +119,11 @@ func Bridge(ctx context.Context, o BridgeOptions) (*sdkmcp.Server, func() error,
 					mu.Unlock()
 				}()
 			}
-			return remote.CallTool(ctx, params)
+			res, err := remote.CallTool(ctx, params)
+			if err == nil && o.Workspace != nil && o.Workspace.Fetch != nil {
+				back.after(ctx, name, shipped, res)
+			}
+			return res, err
 		})
 	}
 	return server, remote.Close, nil

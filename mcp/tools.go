@@ -375,6 +375,9 @@ func render(res app.WaitResult, id app.SessionID, waited time.Duration) (RunOutp
 	fmt.Fprintf(&b, "run:%s — session=%s", out.State, id)
 	if v.Current != nil {
 		r := v.Current
+		// The run id names the run's results, such as the bundles
+		// `asb mcp` downloads to bring commits back.
+		fmt.Fprintf(&b, " run=%s", r.ID)
 		if r.Result.Branch != "" {
 			fmt.Fprintf(&b, " branch=%s", r.Result.Branch)
 		}
@@ -384,7 +387,10 @@ func render(res app.WaitResult, id app.SessionID, waited time.Duration) (RunOutp
 		if r.Error != "" {
 			fmt.Fprintf(&b, "\n\nerror: %s", r.Error)
 		}
-		if pr, _ := json.Marshal(r.Result); len(pr) > 2 && string(pr) != "{}" {
+		// A done run always ends with its result, even an empty one, so
+		// the last result line is render's own and never a summary's
+		// (the bridge reads the bundles from it).
+		if pr, _ := json.Marshal(r.Result); r.State == app.StateDone || len(pr) > 2 && string(pr) != "{}" {
 			fmt.Fprintf(&b, "\n\nresult: %s", pr)
 		}
 	}

@@ -6,8 +6,10 @@ import (
 	"context"
 	"encoding/base64"
 	"encoding/json"
+	"errors"
 	"fmt"
 	"io"
+	"io/fs"
 	"log/slog"
 	"os"
 	"path/filepath"
@@ -572,6 +574,37 @@ func (s *Sandbox) Collect(ctx context.Context, box app.BoxRef, sources []app.Sou
 		out = append(out, app.Bundle{Source: src, Path: path, Commits: commits})
 	}
 	return out, nil
+}
+
+// OpenBundle opens a bundle Collect wrote, by base name, confined to
+// BundleDir: the name is checked to be a plain file name first.
+func (s *Sandbox) OpenBundle(name string) (io.ReadCloser, int64, error) {
+	if err := app.CheckBundleName(name); err != nil {
+		return nil, 0, err
+	}
+	if s.cfg.BundleDir == "" {
+		return nil, 0, app.Errorf(app.ENOTFOUND, "bundle %s not found", name)
+	}
+	p := filepath.Join(s.cfg.BundleDir, name)
+	// Collect writes plain files: anything else (a symlink out of the
+	// folder) is not one of its bundles.
+	if st, err := os.Lstat(p); errors.Is(err, fs.ErrNotExist) {
+		return nil, 0, app.Errorf(app.ENOTFOUND, "bundle %s is no longer on the controller", name)
+	} else if err != nil {
+		return nil, 0, fmt.Errorf("open bundle: %w", err)
+	} else if !st.Mode().IsRegular() {
+		return nil, 0, app.Errorf(app.ENOTFOUND, "bundle %s not found", name)
+	}
+	f, err := os.Open(p)
+	if err != nil {
+		return nil, 0, fmt.Errorf("open bundle: %w", err)
+	}
+	st, err := f.Stat()
+	if err != nil {
+		f.Close()
+		return nil, 0, fmt.Errorf("open bundle: %w", err)
+	}
+	return f, st.Size(), nil
 }
 
 // Ask runs one co-pilot turn synchronously in /ask with ASK_LANE=1.

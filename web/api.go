@@ -66,6 +66,7 @@ func (a *api) mount(r chi.Router) {
 		r.Get("/watch.sse", a.watchSSE)
 		r.Get("/files.json", a.files)
 		r.Get("/files/download", a.download)
+		r.Get("/bundle", a.bundle)
 		r.Group(func(r chi.Router) {
 			// Keyed by the authenticated caller, so one caller cannot use
 			// up another's budget and no client IP guesswork is involved.

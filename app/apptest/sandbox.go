@@ -44,6 +44,9 @@ type FakeSandbox struct {
 	// Files maps a workspace path to its content; a folder lists the
 	// entries under it.
 	Files map[string]string
+	// BundleFiles maps a bundle name (as Collect reported it) to its
+	// content, for OpenBundle.
+	BundleFiles map[string]string
 
 	mu       sync.Mutex
 	boxes    map[app.SessionID]app.BoxRef
@@ -160,6 +163,19 @@ func (f *FakeSandbox) Collect(ctx context.Context, box app.BoxRef, sources []app
 		return nil, nil
 	}
 	return f.Bundles(box, sources), nil
+}
+
+func (f *FakeSandbox) OpenBundle(name string) (io.ReadCloser, int64, error) {
+	if err := app.CheckBundleName(name); err != nil {
+		return nil, 0, err
+	}
+	f.mu.Lock()
+	body, ok := f.BundleFiles[name]
+	f.mu.Unlock()
+	if !ok {
+		return nil, 0, app.Errorf(app.ENOTFOUND, "bundle %s not found", name)
+	}
+	return io.NopCloser(strings.NewReader(body)), int64(len(body)), nil
 }
 
 func (f *FakeSandbox) Kill(ctx context.Context, box app.BoxRef, ref app.TurnRef) error {

@@ -226,3 +226,4 @@ func (u unconfiguredSandbox) ListFiles(context.Context, app.BoxRef, string) ([]a
 func (u unconfiguredSandbox) ReadFile(context.Context, app.BoxRef, string, int64, io.Writer) error {
 	return u.err()
 }
+func (u unconfiguredSandbox) OpenBundle(string) (io.ReadCloser, int64, error) { return nil, 0, u.err() }

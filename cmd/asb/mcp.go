@@ -3,7 +3,10 @@ package main
 import (
 	"context"
 	"fmt"
+	"os"
+	"os/exec"
 	"os/signal"
+	"strings"
 	"syscall"
 
 	asbmcp "github.com/asb-dev/asb/mcp"
@@ -57,8 +60,10 @@ func runMCP(ctx context.Context, env *environment, args []string) int {
 // controller: what git would commit from it, plus .git.
 func workspaceUpload(c *apiClient, dir string, maxBytes int64) *asbmcp.WorkspaceUpload {
 	return &asbmcp.WorkspaceUpload{
-		URL: c.url("/workspaces", nil),
-		Dir: dir,
+		URL:       c.url("/workspaces", nil),
+		Dir:       dir,
+		BundleURL: c.url("/bundle", nil),
+		Fetch:     fetchBundle(dir),
 		Prepare: func(ctx context.Context) (asbmcp.Tree, error) {
 			tree, err := workspace.List(ctx, dir, workspace.Limits{MaxBytes: maxBytes})
 			if err != nil {
@@ -66,5 +71,26 @@ func workspaceUpload(c *apiClient, dir string, maxBytes int64) *asbmcp.Workspace
 			}
 			return asbmcp.Tree{Files: tree.Files, Bytes: tree.Bytes, Write: tree.Pack}, nil
 		},
+	}
+}
+
+// fetchBundle imports a bundle's HEAD as a new local branch of the
+// repository holding dir. git fetch writes only that ref (it refuses the
+// checked-out branch and a non-fast-forward), so the user's current
+// branch, index and working tree are never touched.
+func fetchBundle(dir string) func(ctx context.Context, bundle, branch string) error {
+	return func(ctx context.Context, bundle, branch string) error {
+		cmd := exec.CommandContext(ctx, "git", "-C", dir, "fetch", "--quiet", "--no-tags", "--no-write-fetch-head",
+			bundle, "HEAD:refs/heads/"+branch)
+		cmd.Env = append(os.Environ(), "GIT_TERMINAL_PROMPT=0")
+		out, err := cmd.CombinedOutput()
+		if err != nil {
+			msg := strings.TrimSpace(string(out))
+			if len(msg) > 300 {
+				msg = msg[:300] + "…"
+			}
+			return fmt.Errorf("git fetch into %s: %v: %s", branch, err, msg)
+		}
+		return nil
 	}
 }

@@ -17,14 +17,16 @@ import (
 )
 
 // gitRun runs git in dir with a fixed identity and no user configuration.
-func gitRun(t *testing.T, dir string, args ...string) {
+func gitRun(t *testing.T, dir string, args ...string) string {
 	t.Helper()
 	cmd := exec.Command("git", append([]string{"-C", dir}, args...)...)
 	cmd.Env = append(os.Environ(), "GIT_AUTHOR_NAME=dev", "GIT_AUTHOR_EMAIL=dev@example.com",
 		"GIT_COMMITTER_NAME=dev", "GIT_COMMITTER_EMAIL=dev@example.com", "GIT_CONFIG_GLOBAL=/dev/null")
-	if out, err := cmd.CombinedOutput(); err != nil {
+	out, err := cmd.CombinedOutput()
+	if err != nil {
 		t.Fatalf("git %v: %v\n%s", args, err, out)
 	}
+	return strings.TrimSpace(string(out))
 }
 
 // TestMCPStdioShipsTheLocalWorkingTree is the IDE handoff of a local
@@ -33,7 +35,10 @@ func gitRun(t *testing.T, dir string, args ...string) {
 // untracked file and an ignored file; an SDK client delegates over stdio;
 // the controller (asb serve with the fake msb and the scripted agent)
 // puts the tree in the box, where the agent sees the uncommitted change,
-// the untracked file and the history, and not the ignored file.
+// the untracked file and the history, and not the ignored file. The
+// commit the agent makes there comes back as the local branch
+// asb/<session>, on top of the local HEAD, while the checked-out branch
+// and the working tree stay as they were.
 func TestMCPStdioShipsTheLocalWorkingTree(t *testing.T) {
 	fake := agentHost(t)
 	data := filepath.Join(t.TempDir(), "data")
@@ -53,6 +58,8 @@ func TestMCPStdioShipsTheLocalWorkingTree(t *testing.T) {
 	writeTestFile(t, filepath.Join(repo, "hello.txt"), "COMMITTED-LINE-1\nUNCOMMITTED-EDIT-42\n")
 	writeTestFile(t, filepath.Join(repo, "notes/todo.txt"), "UNTRACKED-NOTE-7\n")
 	writeTestFile(t, filepath.Join(repo, "local.env"), "IGNORED-SECRET-9\n")
+	localHead := gitRun(t, repo, "rev-parse", "HEAD")
+	localStatus := gitRun(t, repo, "status", "--porcelain", "--untracked-files=all", "--ignored")
 
 	cmd := exec.Command(asbBinary(t), "mcp")
 	cmd.Env = []string{"ASB_URL=http://" + addr, "MCP_HTTP_TOKEN=" + e2eToken, "ASB_DATA_DIR=" + data,
@@ -141,6 +148,39 @@ func TestMCPStdioShipsTheLocalWorkingTree(t *testing.T) {
 	}
 	if _, err := os.Stat(filepath.Join(repo, "agent.txt")); err == nil {
 		t.Error("the agent's file appeared in the local checkout")
+	}
+
+	// The agent's commit is back, on a branch of its own.
+	branch := "asb/" + sid
+	if !strings.Contains(text, "The agent's 1 commit(s) are on your local branch "+branch) {
+		t.Errorf("the result does not say the commits came back:\n%s", text)
+	}
+	if got := gitRun(t, repo, "rev-parse", branch+"^"); got != localHead {
+		t.Errorf("%s's parent is %s, want the local HEAD %s", branch, got, localHead)
+	}
+	if got := gitRun(t, repo, "show", branch+":agent.txt"); got != "from the box" {
+		t.Errorf("agent.txt on %s: %q", branch, got)
+	}
+	if got := gitRun(t, repo, "log", "-1", "--format=%s", branch); got != "agent-change" {
+		t.Errorf("tip of %s: %q", branch, got)
+	}
+	if got := gitRun(t, repo, "branch", "--show-current"); got != "topic" {
+		t.Errorf("the checked-out branch is now %q", got)
+	}
+	if got := gitRun(t, repo, "rev-parse", "HEAD"); got != localHead {
+		t.Errorf("HEAD moved from %s to %s", localHead, got)
+	}
+	if got := gitRun(t, repo, "status", "--porcelain", "--untracked-files=all", "--ignored"); got != localStatus {
+		t.Errorf("the working tree changed:\nbefore:\n%s\nafter:\n%s", localStatus, got)
+	}
+	// A repeated status of the finished run says the same and fetches
+	// nothing twice.
+	res, err = session.CallTool(ctx, &sdkmcp.CallToolParams{Name: "status", Arguments: map[string]any{"session": sid}})
+	if err != nil || res.IsError {
+		t.Fatalf("status: %v %+v", err, res)
+	}
+	if again := res.Content[0].(*sdkmcp.TextContent).Text; !strings.Contains(again, "on your local branch "+branch) {
+		t.Errorf("status after done does not name the branch:\n%s", again)
 	}
 }
 
