@@ -184,11 +184,58 @@ func (f *Fleet) Run(ctx context.Context) error {
 			f.log.Warn("reconcile boxes", "err", err)
 		}
 		f.Refill(ctx)
+		f.SampleMetrics(ctx)
 		select {
 		case <-ctx.Done():
 			return nil
 		case <-f.kick:
 		case <-f.clock.After(f.cfg.Interval):
+		}
+	}
+}
+
+// SampleMetrics records each running box's CPU and memory (one `msb
+// metrics` per healthy host) on its row, for the fleet views. A host that
+// does not answer keeps its last figures; the probe reports it.
+func (f *Fleet) SampleMetrics(ctx context.Context) {
+	for _, h := range f.hosts {
+		if !h.isHealthy() {
+			continue
+		}
+		sctx, cancel := context.WithTimeout(ctx, f.cfg.ProbeTimeout)
+		samples, err := h.msb.Metrics(sctx, "")
+		cancel()
+		if err != nil {
+			f.log.Debug("sample box metrics", "host", h.name, "err", err)
+			continue
+		}
+		byName := make(map[string]Metrics, len(samples))
+		for _, m := range samples {
+			byName[m.Name] = m
+		}
+		err = f.store.Tx(ctx, func(tx app.Tx) error {
+			rows, err := tx.ListBoxes(h.name)
+			if err != nil {
+				return err
+			}
+			for _, b := range rows {
+				m, ok := byName[b.Name]
+				cpu, mem := 0.0, 0
+				if ok && m.State == "running" {
+					cpu, mem = m.CPUPercent, int(m.MemoryBytes>>20)
+				}
+				if b.CPUPct == cpu && b.MemMiB == mem {
+					continue
+				}
+				b.CPUPct, b.MemMiB = cpu, mem
+				if err := tx.UpsertBox(b); err != nil {
+					return err
+				}
+			}
+			return nil
+		})
+		if err != nil && ctx.Err() == nil {
+			f.log.Warn("record box metrics", "host", h.name, "err", err)
 		}
 	}
 }

@@ -462,3 +462,42 @@ func TestDrainingHostTakesNoNewBoxes(t *testing.T) {
 		t.Fatalf("only a draining host: %v", err)
 	}
 }
+
+// TestSampleMetricsFillsTheFleetView: the fleet records each running box's
+// memory (and CPU) from msb metrics on its row, and clears them for a box
+// that stopped.
+func TestSampleMetricsFillsTheFleetView(t *testing.T) {
+	fake := msbtest.New(t, "node")
+	store := apptest.NewMemStore()
+	f := newFleet(t, store, defaults(), fleetHost{"local", fake, 10})
+	f.Probe(bg)
+	addSession(t, store, "ses_m")
+	box, err := f.EnsureBox(bg, app.BoxSpec{Session: "ses_m"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	// Something resident in the box, so its memory is more than a rounding error.
+	if _, stderr, code := fake.Run("exec", box.Name, "--", "sh", "-c", "nohup sleep 300 >/dev/null 2>&1 &"); code != 0 {
+		t.Fatal(stderr)
+	}
+	f.SampleMetrics(bg)
+	row := func() app.Box {
+		for _, b := range rows(t, store) {
+			if b.BoxRef == box {
+				return b
+			}
+		}
+		t.Fatalf("no row for %s", box.Name)
+		return app.Box{}
+	}
+	if r := row(); r.MemMiB <= 0 || r.CPUPct < 0 {
+		t.Fatalf("running box sampled as cpu %.1f%% mem %d MiB", r.CPUPct, r.MemMiB)
+	}
+	if _, stderr, code := fake.Run("stop", box.Name); code != 0 {
+		t.Fatal(stderr)
+	}
+	f.SampleMetrics(bg)
+	if r := row(); r.MemMiB != 0 || r.CPUPct != 0 {
+		t.Fatalf("stopped box still shows cpu %.1f%% mem %d MiB", r.CPUPct, r.MemMiB)
+	}
+}
