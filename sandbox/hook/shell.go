@@ -741,15 +741,11 @@ func scanBalanced(s string, i int, open, close byte, nest int) (int, error) {
 			i = j
 			continue
 		case c == '$' && i+1 < len(s) && (s[i+1] == '{' || s[i+1] == '(') && !(s[i+1] == open):
-			o, cl := s[i+1], byte('}')
-			if o == '(' {
-				cl = ')'
-			}
-			j, err := scanBalanced(s, i+2, o, cl, nest+1)
+			j, err := skipExpansion(s, i, nest)
 			if err != nil {
 				return 0, err
 			}
-			i = j + 1
+			i = j
 			continue
 		case c == '#' && open == '(' && (i == 0 || strings.IndexByte(" \t\n;&|(", s[i-1]) >= 0):
 			for i < len(s) && s[i] != '\n' {
@@ -767,6 +763,20 @@ func scanBalanced(s string, i int, open, close byte, nest int) (int, error) {
 		i++
 	}
 	return 0, fmt.Errorf("unterminated %c", open)
+}
+
+// skipExpansion returns the index just past the "${...}" or "$(...)" whose
+// "$" is at i (the caller has seen the opening brace or parenthesis).
+func skipExpansion(s string, i int, nest int) (int, error) {
+	cl := byte('}')
+	if s[i+1] == '(' {
+		cl = ')'
+	}
+	j, err := scanBalanced(s, i+2, s[i+1], cl, nest+1)
+	if err != nil {
+		return 0, err
+	}
+	return j + 1, nil
 }
 
 // skipBackquote returns the index just past the backquote that closes the
@@ -803,15 +813,11 @@ func skipDouble(s string, i int, nest int) (int, error) {
 			i = j
 			continue
 		case c == '$' && i+1 < len(s) && (s[i+1] == '{' || s[i+1] == '('):
-			cl := byte('}')
-			if s[i+1] == '(' {
-				cl = ')'
-			}
-			j, err := scanBalanced(s, i+2, s[i+1], cl, nest+1)
+			j, err := skipExpansion(s, i, nest)
 			if err != nil {
 				return 0, err
 			}
-			i = j + 1
+			i = j
 			continue
 		}
 		i++
@@ -837,15 +843,11 @@ func matchArith(s string, i int, nest int) (int, error) {
 			i += j + 2
 			continue
 		case c == '$' && i+1 < len(s) && (s[i+1] == '{' || s[i+1] == '(') && !(i+2 < len(s) && s[i+1] == '(' && s[i+2] == '('):
-			cl := byte('}')
-			if s[i+1] == '(' {
-				cl = ')'
-			}
-			j, err := scanBalanced(s, i+2, s[i+1], cl, nest+1)
+			j, err := skipExpansion(s, i, nest)
 			if err != nil {
 				return 0, err
 			}
-			i = j + 1
+			i = j
 			continue
 		case c == '(':
 			depth++
