@@ -12,7 +12,10 @@ package hook
 // and was walked around with node -e, python -c, perl, xargs rm,
 // find -delete, curl -o and git -c; none of those is on this allowlist.
 
-import "strings"
+import (
+	"slices"
+	"strings"
+)
 
 const roAdvice = " The ask lane is read-only: answer from what you can read with Read, Grep, Glob and shell commands " +
 	"that only read (git status/diff/log/show, cat, head, tail, ls, rg, grep, wc, find without -delete/-exec). " +
@@ -282,21 +285,28 @@ func roUniq(v *cmdView) string {
 	if r != "" {
 		return r
 	}
-	pos := 0
-	for i := 0; i < len(lits); i++ {
-		s := lits[i]
-		switch {
-		case s == "-f" || s == "-s" || s == "-w":
-			i++
-		case strings.HasPrefix(s, "-") && s != "-":
-		default:
-			pos++
-		}
-	}
-	if pos > 1 {
+	if _, ops := splitArgs(lits, "-f", "-s", "-w"); len(ops) > 1 {
 		return "uniq with two file arguments writes the second"
 	}
 	return ""
+}
+
+// splitArgs separates options from operands ("-" is an operand); the
+// options listed in valued take the next word as their value.
+func splitArgs(lits []string, valued ...string) (opts, operands []string) {
+	for i := 0; i < len(lits); i++ {
+		s := lits[i]
+		switch {
+		case slices.Contains(valued, s):
+			opts = append(opts, s)
+			i++
+		case strings.HasPrefix(s, "-") && s != "-":
+			opts = append(opts, s)
+		default:
+			operands = append(operands, s)
+		}
+	}
+	return opts, operands
 }
 
 func roTree(v *cmdView) string {
@@ -343,20 +353,11 @@ func roXxd(v *cmdView) string {
 	if r != "" {
 		return r
 	}
-	pos := 0
-	for i := 0; i < len(lits); i++ {
-		s := lits[i]
-		switch {
-		case s == "-r" || s == "-revert":
-			return "xxd -r writes binary output"
-		case s == "-c" || s == "-cols" || s == "-g" || s == "-groupsize" || s == "-l" || s == "-len" || s == "-o" || s == "-offset" || s == "-s" || s == "-seek" || s == "-n" || s == "-name":
-			i++
-		case strings.HasPrefix(s, "-") && s != "-":
-		default:
-			pos++
-		}
+	opts, ops := splitArgs(lits, "-c", "-cols", "-g", "-groupsize", "-l", "-len", "-o", "-offset", "-s", "-seek", "-n", "-name")
+	if slices.Contains(opts, "-r") || slices.Contains(opts, "-revert") {
+		return "xxd -r writes binary output"
 	}
-	if pos > 1 {
+	if len(ops) > 1 {
 		return "xxd with two file arguments writes the second"
 	}
 	return ""
