@@ -522,14 +522,19 @@ type filesResponse struct {
 	Entries []app.FileInfo `json:"entries"`
 }
 
-func (a *api) files(w http.ResponseWriter, r *http.Request) {
+// sessionFile reads the session and workspace path of the file routes.
+func sessionFile(r *http.Request) (app.SessionID, string, error) {
 	q := r.URL.Query()
 	id, err := sessionID(q.Get("session"))
 	if err != nil {
-		a.fail(w, r, err)
-		return
+		return "", "", err
 	}
 	clean, err := app.WorkspacePath(q.Get("path"))
+	return id, clean, err
+}
+
+func (a *api) files(w http.ResponseWriter, r *http.Request) {
+	id, clean, err := sessionFile(r)
 	if err != nil {
 		a.fail(w, r, err)
 		return
@@ -577,13 +582,7 @@ func (d *downloadWriter) Write(p []byte) (int, error) {
 }
 
 func (a *api) download(w http.ResponseWriter, r *http.Request) {
-	q := r.URL.Query()
-	id, err := sessionID(q.Get("session"))
-	if err != nil {
-		a.fail(w, r, err)
-		return
-	}
-	clean, err := app.WorkspacePath(q.Get("path"))
+	id, clean, err := sessionFile(r)
 	if err != nil {
 		a.fail(w, r, err)
 		return

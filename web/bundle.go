@@ -30,11 +30,10 @@ func (a *api) bundle(w http.ResponseWriter, r *http.Request) {
 		return
 	}
 	defer rc.Close()
-	w.Header().Set("Content-Type", "application/octet-stream")
 	w.Header().Set("Content-Length", strconv.FormatInt(size, 10))
-	w.Header().Set("Content-Disposition", `attachment; filename="`+string(id)+`.bundle"`)
-	w.Header().Set("Cache-Control", "no-store")
-	if _, err := io.Copy(w, io.LimitReader(rc, size)); err != nil && r.Context().Err() == nil {
+	// The same attachment headers as a workspace file download.
+	dw := &downloadWriter{w: w, name: string(id) + ".bundle"}
+	if _, err := io.Copy(dw, io.LimitReader(rc, size)); err != nil && r.Context().Err() == nil {
 		a.log.Warn("bundle download failed midway", "run", id, "err", err, "request_id", middleware.GetReqID(r.Context()))
 		panic(http.ErrAbortHandler)
 	}
