@@ -564,32 +564,18 @@ func (l *loader) hosts() []Host {
 	return hosts
 }
 
-// drain reads SANDBOX_DRAIN: configured hosts, each at most once.
+// drain reads SANDBOX_DRAIN: hosts of SANDBOX_HOSTS, by canonical name.
 func (l *loader) drain(hosts []Host) []string {
-	list := l.get("SANDBOX_DRAIN")
-	if list == "" {
-		return nil
-	}
-	known := make(map[string]bool, len(hosts))
-	for _, h := range hosts {
-		known[h.String()] = true
-	}
-	var out []string
-	for _, e := range strings.FieldsFunc(list, func(r rune) bool { return r == ',' || r == ' ' || r == '\t' }) {
+	return l.list("SANDBOX_DRAIN", 64, func(e string) (string, error) {
 		h, err := parseHost(e, false)
 		if err != nil {
-			l.failEntry("SANDBOX_DRAIN", e, err)
-			continue
+			return "", err
 		}
-		if !known[h.String()] {
-			l.failEntry("SANDBOX_DRAIN", e, want("want a host listed in SANDBOX_HOSTS"))
-			continue
+		if !slices.ContainsFunc(hosts, func(c Host) bool { return c.String() == h.String() }) {
+			return "", want("want a host listed in SANDBOX_HOSTS")
 		}
-		if !slices.Contains(out, h.String()) {
-			out = append(out, h.String())
-		}
-	}
-	return out
+		return h.String(), nil
+	})
 }
 
 func (l *loader) loadAgent(c *Config) {
