@@ -32,9 +32,11 @@ func (c GitHubAppCredentials) GoString() string { return c.String() }
 // binds the sealed bytes to this row so they cannot be moved to another.
 const gitHubAppSecret = "github-app"
 
-// SaveGitHubApp seals and stores the App created by the manifest flow,
-// replacing any earlier one, and records it in the audit log.
-func SaveGitHubApp(ctx context.Context, store Store, secrets Secrets, clock Clock, actor string, c GitHubAppCredentials) error {
+// SaveGitHubApp seals and stores the App created by the manifest flow
+// (an operator's act: /setup is behind the operator's sign-in), replacing
+// any earlier one, and records it in the audit log. It is a function, not
+// a Service method, because the App must be read before the Service exists.
+func SaveGitHubApp(ctx context.Context, store Store, secrets Secrets, c GitHubAppCredentials) error {
 	if c.AppID <= 0 || c.PrivateKeyPEM == "" || c.WebhookSecret == "" {
 		return Errorf(EINVALID, "GitHub did not return the App's id, private key and webhook secret")
 	}
@@ -46,14 +48,11 @@ func SaveGitHubApp(ctx context.Context, store Store, secrets Secrets, clock Cloc
 	if err != nil {
 		return WrapError(EINTERNAL, err, "seal the GitHub App")
 	}
-	if clock == nil {
-		clock = SystemClock{}
-	}
 	return store.Tx(ctx, func(tx Tx) error {
 		if err := tx.PutSecret(gitHubAppSecret, sealed); err != nil {
 			return err
 		}
-		return tx.AppendAudit(AuditEntry{At: clock.Now().UTC().Truncate(time.Millisecond), Actor: actor,
+		return tx.AppendAudit(AuditEntry{At: SystemClock{}.Now().Truncate(time.Millisecond), Actor: OperatorActor.Name,
 			Action: "github.app.created", Target: c.Slug, Detail: fmt.Sprintf("app id %d", c.AppID)})
 	})
 }

@@ -33,10 +33,10 @@ func TestGitHubAppIsStoredSealed(t *testing.T) {
 	creds := app.GitHubAppCredentials{AppID: 4242, Slug: "acme-agent", ClientID: "Iv1.client",
 		ClientSecret: "client-secret-canary-1", WebhookSecret: "webhook-secret-canary-2",
 		PrivateKeyPEM: "-----BEGIN RSA PRIVATE KEY-----\npem-canary-3\n-----END RSA PRIVATE KEY-----\n"}
-	if err := app.SaveGitHubApp(ctx, store, keys, nil, "operator", creds); err != nil {
+	if err := app.SaveGitHubApp(ctx, store, keys, creds); err != nil {
 		t.Fatal(err)
 	}
-	if err := app.SaveGitHubApp(ctx, store, keys, nil, "operator", app.GitHubAppCredentials{AppID: 1}); app.ErrorCode(err) != app.EINVALID {
+	if err := app.SaveGitHubApp(ctx, store, keys, app.GitHubAppCredentials{AppID: 1}); app.ErrorCode(err) != app.EINVALID {
 		t.Fatalf("incomplete credentials: %v", err)
 	}
 	store.Close()

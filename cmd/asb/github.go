@@ -196,7 +196,7 @@ func manifestFlow(cfg *config.Config, store app.Store, keys app.Secrets, log *sl
 	return gh.NewManifestFlow(gh.ManifestFlowOptions{
 		Manifest: asb.AppManifest, PublicURL: public, WebURL: cfg.GitHub.WebURL, APIURL: cfg.GitHub.APIURL, Logger: log,
 		Save: func(ctx context.Context, c app.GitHubAppCredentials) error {
-			return app.SaveGitHubApp(ctx, store, keys, nil, "operator", c)
+			return app.SaveGitHubApp(ctx, store, keys, c)
 		},
 		Current: func(ctx context.Context) (app.GitHubAppCredentials, bool, error) {
 			return app.LoadGitHubApp(ctx, store, keys)
